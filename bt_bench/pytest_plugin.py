@@ -1,0 +1,1 @@
+"""pytest plugin for bt-bench (registered under ``pytest11``). Import-light: no torch at module top."""
