@@ -1,0 +1,312 @@
+"""The estimator contract: the label wall, capabilities, containers, the named validation errors (issue 4)."""
+
+from __future__ import annotations
+
+import gc
+import types
+
+import numpy as np
+import pytest
+
+from bt_bench.estimator import (
+    Candidates, CandidateData, Capability, CapabilityError, Checkpoint, ConstantScoreError, Estimator,
+    EstimatorError, InvalidEstimatorError, Labels, MissingInputError, NonDeterministicScoreError,
+    NonFiniteScoreError, ScoreShapeError, ScoringFailedError, Target, fit_estimator, score_estimator,
+    validate_estimator,
+)
+
+LABELS = ("is_gt", "has_behavior", "reward", "reward_bonus", "reward_grammar")
+CKPT = (Checkpoint(4, lr=1e-3, batch_size=64),)
+
+
+def table(n: int = 4) -> dict[str, np.ndarray]:
+    return {"uid": np.arange(n), "step": np.arange(n) // 2, "group": np.arange(n) // 2,
+            "gen_index": np.arange(n) % 2, "advantage": np.linspace(-1, 1, n).astype(np.float32),
+            "completion_ids": np.ones((n, 3), np.int32), "has_trigger": np.ones(n, bool),
+            "is_gt": np.arange(n) % 2 == 0, "has_behavior": np.arange(n) < 2,
+            "reward": np.arange(n, dtype=np.float32), "reward_bonus": np.ones(n, np.float32),
+            "reward_grammar": np.zeros(n, np.float32)}
+
+
+def sketches(n: int = 4) -> dict:
+    rng = np.random.default_rng(0)
+    return {"checkpoint": {4: rng.normal(size=(n, 3)).astype(np.float32)},
+            "in_run": rng.normal(size=(n, 3)).astype(np.float32),
+            "token_checkpoint": {4: rng.normal(size=(n, 3)).astype(np.float32)},
+            "fluency": rng.normal(size=n).astype(np.float32), "grad_norm": rng.random(n).astype(np.float32)}
+
+
+def make(**kw) -> CandidateData:
+    return CandidateData(table(), sketches(), checkpoints=CKPT, **kw)
+
+
+TARGET = Target("in_context", {4: np.array([1.0, 0.0, 0.0])})
+
+
+class Probe:
+    """A configurable estimator: ``body(candidates, target, **kw)`` is its score."""
+
+    def __init__(self, body, caps=(), name="probe", level="rollout"):
+        self.name, self.level, self.body = name, level, body
+        self.capabilities = frozenset(caps)
+
+    def score(self, candidates, target, **kw):
+        return self.body(candidates, target, **kw)
+
+
+def adv(c, t, **kw):
+    return np.asarray(c.advantage, dtype=float)
+
+
+# ------------------------------------------------------------------------------------------ label wall
+def _referents(obj) -> list:
+    if isinstance(obj, types.FunctionType):  # closures and defaults, not the module globals
+        cells = [c.cell_contents for c in obj.__closure__ or ()]
+        return [*cells, obj.__defaults__, obj.__kwdefaults__]
+    return gc.get_referents(obj)
+
+
+def _reachable(root) -> list:
+    """Everything reachable from ``root`` through object references (modules and classes not followed)."""
+    seen, stack, out = {id(root)}, [root], []
+    while stack:
+        obj = stack.pop()
+        out.append(obj)
+        for ref in _referents(obj):
+            if id(ref) in seen or isinstance(ref, (type, types.ModuleType)):
+                continue
+            seen.add(id(ref))
+            stack.append(ref)
+    return out
+
+
+def test_labels_are_unreachable_from_the_view():
+    d = make()
+    view = d.view_for(Probe(adv, caps=set(Capability) - {Capability.LABELS}))
+    label_arrays = {id(d.labels[k]) for k in LABELS}
+    label_bases = {id(d.labels[k].base) for k in LABELS if d.labels[k].base is not None}
+    for obj in _reachable(view):
+        assert id(obj) not in label_arrays | label_bases, f"view reaches a label array via {type(obj)}"
+        assert not isinstance(obj, (Labels, CandidateData)), "view reaches the labels container"
+        if isinstance(obj, str):
+            assert obj not in LABELS and not obj.startswith("reward"), f"view holds the label key {obj!r}"
+
+
+def test_a_scoring_function_cannot_reach_labels():
+    found = []
+
+    def snoop(c, t, **kw):
+        assert not kw, "labels were passed to an estimator that did not declare them"
+        for name in LABELS:
+            found.extend([name] if hasattr(c, name) else [])
+        with pytest.raises(TypeError):
+            vars(c)  # no __dict__ at all (slots)
+        for attr in [*dir(c), *Candidates.__slots__]:
+            value = getattr(c, attr, None)
+            if isinstance(value, types.MappingProxyType):
+                found.extend(k for k in value if str(k) in LABELS)
+        return adv(c, t)
+
+    score_estimator(Probe(snoop), make(), TARGET)
+    assert found == []
+
+
+def test_labels_reach_only_estimators_that_declare_them():
+    got = {}
+
+    def keep(c, t, **kw):
+        got.update(kw)
+        return adv(c, t)
+
+    score_estimator(Probe(keep, caps={Capability.LABELS}), make(), TARGET)
+    assert set(got) == {"labels"} and set(got["labels"].names) == set(LABELS)
+    np.testing.assert_array_equal(got["labels"]["is_gt"], table()["is_gt"])
+    with pytest.raises(MissingInputError, match="no label field 'nope'"):
+        got["labels"]["nope"]
+
+
+def test_structured_array_columns_are_copied_not_viewed():
+    rec = np.zeros(4, dtype=[("uid", "i8"), ("is_gt", "?")])
+    rec["is_gt"] = [True, False, True, False]
+    d = CandidateData({"uid": rec["uid"], "step": np.zeros(4), "group": np.zeros(4), "advantage": np.ones(4)})
+    view = d.view_for(Probe(adv))
+    assert all(obj is not rec for obj in _reachable(view))
+
+
+def test_view_is_read_only():
+    def mutate(c, t, **kw):
+        c.advantage[0] = 99.0
+        return adv(c, t)
+
+    with pytest.raises(ScoringFailedError, match="read-only"):
+        score_estimator(Probe(mutate), make(), TARGET)
+
+
+def test_unknown_row_field_is_refused():
+    with pytest.raises(ValueError, match="unknown field 'secret'"):
+        CandidateData({**table(), "secret": np.zeros(4)})
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"uid": np.arange(3)}, "lacks required field"),
+    ({**table(), "step": np.zeros(5)}, "needs 4 rows"),
+])
+def test_row_table_validation(bad, match):
+    with pytest.raises(ValueError, match=match):
+        CandidateData(bad)
+
+
+@pytest.mark.parametrize("sk, match", [
+    ({"checkpoint": {9: np.zeros((4, 3))}}, "no Checkpoint facts"),
+    ({"in_run": np.zeros((3, 3))}, "shape \\[4,k\\]"),
+    ({"fluency": np.zeros((4, 1))}, "shape \\[4\\]"),
+    ({"gradients": np.zeros((4, 3))}, "unknown key 'gradients'"),
+])
+def test_sketch_validation(sk, match):
+    with pytest.raises(ValueError, match=match):
+        CandidateData(table(), sk, checkpoints=CKPT)
+
+
+# ---------------------------------------------------------------------------------------- capabilities
+def test_view_holds_only_declared_sketches():
+    view = make().view_for(Probe(adv, caps={Capability.FLUENCY}))
+    np.testing.assert_array_equal(view.fluency(), sketches()["fluency"])
+    assert set(view._sketches) == {"fluency"}  # the others are not in the object at all
+
+
+def test_undeclared_read_raises_capability_error():
+    sneaky = Probe(lambda c, t, **kw: c.checkpoint_sketches()[4] @ t.at(4), name="sneaky")
+    with pytest.raises(CapabilityError, match="'sneaky'.*'checkpoint'.*'checkpoint_sketches'"):
+        score_estimator(sneaky, make(), TARGET)
+
+
+def test_declared_but_absent_input_raises_missing_input():
+    est = Probe(lambda c, t, **kw: c.preconditioned_sketches(), caps={Capability.OPTIMIZER_STATE})
+    with pytest.raises(MissingInputError, match="no 'preconditioned'"):
+        score_estimator(est, make(), TARGET)
+    with pytest.raises(MissingInputError, match="no field 'lr'"):
+        score_estimator(Probe(lambda c, t, **kw: c.lr), make(), TARGET)
+
+
+def test_model_capability():
+    d = CandidateData(table(), checkpoints=CKPT, model_loader=lambda step: f"model@{step}")
+    assert d.view_for(Probe(adv, caps={Capability.MODEL})).model(4) == "model@4"
+    with pytest.raises(CapabilityError, match="'model'"):
+        d.view_for(Probe(adv)).model(4)
+
+
+def test_token_restricted_view():
+    d = make().token_restricted()
+    view = d.view_for(Probe(adv, caps={Capability.CHECKPOINT_SKETCHES, Capability.TOKEN_SKETCHES,
+                                       Capability.IN_RUN_SKETCHES}))
+    assert view.token_level
+    np.testing.assert_array_equal(view.checkpoint_sketches()[4], sketches()["token_checkpoint"][4])
+    with pytest.raises(MissingInputError, match="token-restricted"):
+        view.in_run_sketches()  # the full-gradient in-run sketch is dropped, there is no token one
+    with pytest.raises(CapabilityError, match="token_sketches"):
+        d.view_for(Probe(adv, caps={Capability.CHECKPOINT_SKETCHES}))
+    with pytest.raises(MissingInputError):
+        CandidateData(table()).token_restricted()
+
+
+def test_fit_gets_a_label_free_view():
+    seen = []
+    est = Probe(adv)
+    est.fit = lambda view: seen.append(view)
+    fit_estimator(est, make())
+    assert isinstance(seen[0], Candidates) and len(seen[0]) == 4
+
+
+# ---------------------------------------------------------------------------------------- containers
+def test_target_container():
+    t = Target("sequence", {0: np.zeros(3), 8: np.ones(3)})
+    assert t.final_step == 8 and t.k == 3 and t.final.tolist() == [1, 1, 1]
+    assert Target("placebo", {0: np.zeros(3), 8: np.ones(3)}, final_step=0).final_step == 0
+    with pytest.raises(MissingInputError, match="no vector at checkpoint 5"):
+        t.at(5, "x")
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"kind": "oops"}, "Target.kind must be one of"),
+    ({"vectors": {}}, "at least one"),
+    ({"vectors": {0: np.zeros(3), 1: np.zeros(2)}}, "share one dimension"),
+    ({"vectors": {0: np.array([np.nan, 0.0])}}, "finite"),
+    ({"final_step": 7}, "final_step must be one of"),
+    ({"preconditioned": {0: np.zeros(5)}}, "k=3"),
+])
+def test_target_validation(kw, match):
+    args = {"kind": "sequence", "vectors": {0: np.zeros(3)}, **kw}
+    with pytest.raises(ValueError, match=match):
+        Target(**args)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"step": -1}, "Checkpoint.step"), ({"lr": float("nan")}, "Checkpoint.lr"),
+    ({"batch_size": 0}, "Checkpoint.batch_size"),
+])
+def test_checkpoint_validation(kw, match):
+    with pytest.raises(ValueError, match=match):
+        Checkpoint(**{"step": 0, "lr": 1e-3, "batch_size": 8, **kw})
+
+
+def test_capability_names():
+    assert {c.value for c in Capability} == {
+        "checkpoint_sketches", "in_run_sketches", "token_sketches", "model", "optimizer_state", "fluency",
+        "labels", "grad_norm"}
+
+
+# ---------------------------------------------------------------------------------- protocol conformance
+def test_protocol_is_structural():
+    assert isinstance(Probe(adv), Estimator)
+    assert validate_estimator(Probe(adv)).name == "probe"
+
+
+@pytest.mark.parametrize("obj, match", [
+    (types.SimpleNamespace(name="x", capabilities=frozenset(), level="rollout"), "missing protocol member"),
+    (Probe(adv, caps={"gradients"}), "unknown capabilities \\['gradients'\\]"),
+    (Probe(adv, level="token"), "level must be one of"),
+    (Probe(adv, name=""), "non-empty str"),
+])
+def test_invalid_estimator(obj, match):
+    with pytest.raises(InvalidEstimatorError, match=match):
+        validate_estimator(obj)
+
+
+# ------------------------------------------------------------------------------- named validation errors
+@pytest.mark.parametrize("body, error, expected, got", [
+    (lambda c, t, **kw: np.arange(4.0)[:, None], ScoreShapeError, "shape (4,)", "shape (4, 1)"),
+    (lambda c, t, **kw: np.arange(3.0), ScoreShapeError, "shape (4,)", "shape (3,)"),
+    (lambda c, t, **kw: np.array(["a", "b", "c", "d"]), ScoreShapeError, "real-valued", "dtype <U1"),
+    (lambda c, t, **kw: np.array([0.0, np.nan, 1.0, 2.0]), NonFiniteScoreError, "finite", "index 1: nan"),
+    (lambda c, t, **kw: np.array([0.0, 1.0, np.inf, 2.0]), NonFiniteScoreError, "finite", "index 2: inf"),
+    (lambda c, t, **kw: np.full(4, 0.5), ConstantScoreError, "rank the candidates", "all 4 scores equal"),
+    (lambda c, t, **kw: 1 / 0, ScoringFailedError, "", "ZeroDivisionError"),
+])
+def test_named_score_errors(body, error, expected, got):
+    with pytest.raises(error) as info:
+        score_estimator(Probe(body, name="bad_est"), make(), TARGET)
+    msg = str(info.value)
+    assert isinstance(info.value, EstimatorError) and info.value.estimator == "bad_est"
+    assert "'bad_est'" in msg and expected in msg and got in msg, msg
+
+
+def test_non_deterministic_scores():
+    calls = iter(range(10))
+
+    def drift(c, t, **kw):
+        return np.arange(4.0) + next(calls)
+
+    match = "'drift'.*identical scores.*max difference 1"
+    with pytest.raises(NonDeterministicScoreError, match=match) as info:
+        score_estimator(Probe(drift, name="drift"), make(), TARGET)
+    assert info.value.expected.startswith("identical") and "index" in info.value.got
+    calls = iter(range(10))
+    assert score_estimator(Probe(drift, name="drift"), make(), TARGET, check_determinism=False).tolist() == [
+        0, 1, 2, 3]
+
+
+def test_valid_scores_pass_and_come_back_as_float64():
+    out = score_estimator(Probe(lambda c, t, **kw: np.arange(4, dtype=np.int32)), make(), TARGET)
+    assert out.dtype == np.float64 and out.tolist() == [0, 1, 2, 3]
+    one = CandidateData({k: v[:1] for k, v in table().items()})
+    assert score_estimator(Probe(adv), one, TARGET).shape == (1,)  # a single candidate is not "all equal"

@@ -1,0 +1,196 @@
+"""The estimator registry: lazy entry points, broken plug-ins, did-you-mean, dotted paths, listing (issue 4).
+
+Plug-ins are real distributions: a ``*.dist-info`` folder written into a temporary directory on ``sys.path``
+(importlib.metadata discovers it like any installed package), or the example package pip-installed there.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bt_bench.estimator import CandidateData, Checkpoint, InvalidEstimatorError, Target, score_estimator
+from bt_bench.registry import (
+    PluginLoadError, RegistryError, UnknownEstimatorError, available_names, default_estimators,
+    describe_estimator, format_estimator_table, get_estimator, list_estimators,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILTIN = {"random", "norm_only", "norm_only_step", "fluency", "advantage_only", "oracle", "tracincp", "gas",
+           "gas_fixed_target", "trak", "tracin_adam"}
+
+GOOD = '''
+import numpy as np
+class Good:
+    """Good plug-in: score_i = advantage."""
+    name = "good_est"
+    capabilities = frozenset()
+    level = "rollout"
+    def score(self, candidates, target):
+        return np.asarray(candidates.advantage, dtype=float)
+class Misnamed(Good):
+    name = "something_else"
+'''
+
+
+@pytest.fixture
+def plugin_dir(tmp_path, monkeypatch):
+    """A fake installed distribution 'fake-plugins' with a good, a broken and a misnamed entry point."""
+    broken = "raise ImportError('needs a library that is not installed')"
+    mods = {"bt_fake_good": GOOD, "bt_fake_broken": broken}
+    for mod, src in mods.items():
+        (tmp_path / f"{mod}.py").write_text(textwrap.dedent(src))
+    info = tmp_path / "fake_plugins-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugins\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[bt_bench.estimators]\ngood_est = bt_fake_good:Good\nbroken_est = bt_fake_broken:Thing\n"
+        "misnamed = bt_fake_good:Misnamed\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for mod in mods:
+        sys.modules.pop(mod, None)
+
+
+def tiny_data() -> CandidateData:
+    rng = np.random.default_rng(1)
+    return CandidateData({"uid": np.arange(4), "step": np.zeros(4), "group": np.zeros(4),
+                          "advantage": np.array([1.0, -1.0, 0.5, 0.0])},
+                         {"checkpoint": {0: rng.normal(size=(4, 3)), 6: rng.normal(size=(4, 3))}},
+                         checkpoints=(Checkpoint(0, 1e-3, 8), Checkpoint(6, 1e-3, 8)))
+
+
+# ----------------------------------------------------------------------------------------------- listing
+def test_builtins_are_listed_with_distribution_and_capabilities():
+    infos = {i.name: i for i in list_estimators()}
+    assert BUILTIN <= set(infos)
+    for name in BUILTIN:
+        assert infos[name].distribution == "bt-bench" and infos[name].error is None
+        assert infos[name].description and infos[name].level in ("rollout", "step")
+    assert infos["gas"].capabilities == ("checkpoint_sketches", "token_sketches")
+    assert infos["oracle"].test_only and infos["oracle"].capabilities == ("labels",)
+
+
+def test_default_set_excludes_test_only():
+    default = set(default_estimators())
+    assert "oracle" not in default and BUILTIN - {"oracle"} <= default
+
+
+def test_format_estimator_table():
+    text = format_estimator_table()
+    lines = text.splitlines()
+    assert lines[0].split() == ["name", "distribution", "level", "capabilities", "description"]
+    body = {line.split()[0]: line for line in lines[2:]}
+    assert BUILTIN <= set(body)
+    assert "bt-bench" in body["trak"] and "checkpoint_sketches, token_sketches" in body["trak"]
+    assert "[test only]" in body["oracle"] and "[test only]" not in body["gas"]
+
+
+# ------------------------------------------------------------------------------------------ selection
+def test_get_builtin_by_name_with_arguments():
+    assert get_estimator("gas").name == "gas"
+    assert get_estimator("random", seed=7).seed == 7
+
+
+def test_selecting_imports_only_that_estimator():
+    code = ("import sys; from bt_bench.registry import get_estimator; get_estimator('gas'); "
+            "print(sorted(m for m in sys.modules if m.startswith('estimators.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split("\n")[0] == "['estimators._math', 'estimators.gas']"
+
+
+@pytest.mark.parametrize("typo, suggestion", [("gass", "'gas'"), ("tracin", "'tracincp'"),
+                                              ("norm-only", "'norm_only'")])
+def test_unknown_name_did_you_mean(typo, suggestion):
+    with pytest.raises(UnknownEstimatorError, match="did you mean") as info:
+        get_estimator(typo)
+    msg = str(info.value)
+    assert suggestion in msg and "available: advantage_only, fluency" in msg
+
+
+def test_unknown_name_without_close_match_lists_available():
+    with pytest.raises(UnknownEstimatorError) as info:
+        get_estimator("zzzzzz")
+    assert "did you mean" not in str(info.value) and all(n in str(info.value) for n in BUILTIN)
+    with pytest.raises(LookupError):  # also a LookupError for callers that do not know our classes
+        describe_estimator("zzzzzz")
+
+
+def test_dotted_path_without_registration(plugin_dir):
+    est = get_estimator("estimators.trak:TRAK", damping=0.5)
+    assert est.name == "trak" and est.damping == 0.5
+    # an unregistered class under any name: no name check for dotted paths
+    assert get_estimator("bt_fake_good:Misnamed").name == "something_else"
+    assert describe_estimator("bt_fake_good:Good").distribution == "(dotted path)"
+    with pytest.raises(PluginLoadError, match="bt_fake_good:Missing.*AttributeError"):
+        get_estimator("bt_fake_good:Missing")
+    with pytest.raises(RegistryError, match="package.module:ClassName"):
+        get_estimator("bt_fake_good:")
+
+
+# ------------------------------------------------------------------------------------------ plug-ins
+def test_broken_plugin_does_not_affect_others(plugin_dir):
+    good = get_estimator("good_est")
+    assert "bt_fake_broken" not in sys.modules  # lazy: selecting one never imported the other
+    assert score_estimator(good, tiny_data(), Target("sequence", {0: np.ones(3)})).tolist() == [1, -1, 0.5, 0]
+    with pytest.raises(PluginLoadError) as info:
+        get_estimator("broken_est")
+    msg = str(info.value)
+    assert "'broken_est'" in msg and "'fake-plugins'" in msg and "bt_fake_broken:Thing" in msg
+    assert "needs a library that is not installed" in msg
+    assert get_estimator("gas").name == "gas"  # built-ins unaffected
+
+
+def test_broken_plugin_is_listed_as_an_error_row(plugin_dir):
+    infos = {i.name: i for i in list_estimators()}
+    assert infos["broken_est"].error and "fake-plugins" in infos["broken_est"].error
+    assert infos["good_est"].error is None and infos["good_est"].distribution == "fake-plugins"
+    assert infos["gas"].error is None
+    assert "broken_est" in default_estimators()  # kept, so the checks report its error instead of hiding it
+    row = next(line for line in format_estimator_table().splitlines() if line.startswith("broken_est"))
+    assert "ERROR:" in row and "fake-plugins" in row
+
+
+def test_entry_point_name_must_match_estimator_name(plugin_dir):
+    with pytest.raises(InvalidEstimatorError, match="named 'something_else'.*set its `name` to 'misnamed'"):
+        get_estimator("misnamed")
+
+
+def test_conflicting_registrations_are_refused(plugin_dir):
+    info = plugin_dir / "other_plugins-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: other-plugins\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[bt_bench.estimators]\ngood_est = bt_fake_good:Misnamed\n")
+    with pytest.raises(RegistryError, match="registered twice") as err:
+        available_names()
+    assert "fake-plugins" in str(err.value) and "other-plugins" in str(err.value)
+
+
+# ------------------------------------------------------------------------------ the third-party example
+def test_example_package_installs_lists_and_selects(tmp_path, monkeypatch):
+    """pip-installs examples/my_estimator into a temp dir; its entry point makes it listed and selectable."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "examples" / "my_estimator", src)  # build in a copy: no build/ in the repo
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", str(target), str(src)], check=True, capture_output=True)
+    monkeypatch.syspath_prepend(str(target))
+    try:
+        info = {i.name: i for i in list_estimators()}["my_cosine"]
+        assert info.distribution == "my-estimator" and info.error is None
+        assert info.capabilities == ("checkpoint_sketches", "token_sketches")
+        assert "my_cosine" in default_estimators()
+        est = get_estimator("my_cosine")
+        d = tiny_data()
+        t = Target("sequence", {0: np.ones(3), 6: np.array([1.0, 0.0, 0.0])})
+        g = d.view_for(est).checkpoint_sketches()[6]
+        want = g[:, 0] / np.linalg.norm(g, axis=1)  # cosine with (1,0,0) at the last checkpoint, 6
+        np.testing.assert_allclose(score_estimator(est, d, t), want)
+    finally:
+        sys.modules.pop("my_estimator", None)
