@@ -173,6 +173,9 @@ def format_estimator_table(infos: list[EstimatorInfo] | None = None) -> str:
         desc = f"{i.description} [test only]" if i.test_only else i.description
         rows.append((i.name, i.distribution, i.level, ", ".join(i.capabilities) or "-", desc))
     widths = [max(len(r[j]) for r in [header, *rows]) for j in range(4)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in [header, *rows]]
-    lines.insert(1, "  ".join("-" * w for w in widths) + "  " + "-" * len(header[4]))
-    return "\n".join(line.rstrip() for line in lines)
+    rule = tuple("-" * w for w in widths) + ("-" * len(header[4]),)
+
+    def line(r: tuple[str, ...]) -> str:  # the last column is not padded
+        return "  ".join([*(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)), r[4]]).rstrip()
+
+    return "\n".join(line(r) for r in [header, rule, *rows])

@@ -35,14 +35,17 @@ def cosine(rows: np.ndarray, vec: np.ndarray) -> np.ndarray:
 
 
 def checkpoint_sum(name: str, view: Candidates, sketches: Mapping[int, np.ndarray],
-                   target_at: Callable[[int], np.ndarray], kernel: Kernel,
+                   target_at: Callable[[int, str], np.ndarray], kernel: Kernel,
                    weight: Callable[[Checkpoint], float]) -> np.ndarray:
-    """sum_c weight(c) * kernel(g^c, t^c) over the checkpoints the view holds sketches for."""
+    """sum_c weight(c) * kernel(g^c, t^c) over the checkpoints the view holds sketches for.
+
+    ``target_at(step, name)`` is ``Target.at`` or ``Target.preconditioned_at`` (they name the estimator in
+    their error)."""
     if not sketches:
         raise EstimatorError(name, "the view holds sketches at no checkpoint")
     total = np.zeros(len(view), dtype=np.float64)
     for step in sorted(sketches):
-        rows, vec = sketches[step], target_at(step)
+        rows, vec = sketches[step], target_at(step, name)
         check_dims(name, rows, vec)
         total += weight(view.checkpoint(step)) * kernel(rows, vec)
     return total

@@ -23,7 +23,7 @@ class GAS:
 
     def score(self, candidates: Candidates, target: Target) -> np.ndarray:
         return checkpoint_sum(self.name, candidates, candidates.checkpoint_sketches(),
-                              lambda c: target.at(c, self.name), cosine, lambda ck: ck.lr / ck.batch_size)
+                              target.at, cosine, lambda ck: ck.lr / ck.batch_size)
 
 
 class GASFixedTarget:

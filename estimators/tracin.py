@@ -27,7 +27,7 @@ class TracInCP:
 
     def score(self, candidates: Candidates, target: Target) -> np.ndarray:
         return checkpoint_sum(self.name, candidates, candidates.checkpoint_sketches(),
-                              lambda c: target.at(c, self.name), inner, lambda ck: ck.lr)
+                              target.at, inner, lambda ck: ck.lr)
 
 
 class TracInAdam:
@@ -54,4 +54,4 @@ class TracInAdam:
     def score(self, candidates: Candidates, target: Target) -> np.ndarray:
         target_at = target.preconditioned_at if self.precondition_target else target.at
         return checkpoint_sum(self.name, candidates, candidates.preconditioned_sketches(),
-                              lambda c: target_at(c, self.name), cosine, lambda ck: ck.lr)
+                              target_at, cosine, lambda ck: ck.lr)

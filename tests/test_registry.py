@@ -173,7 +173,7 @@ def test_conflicting_registrations_are_refused(plugin_dir):
 
 
 # ------------------------------------------------------------------------------ the third-party example
-def test_example_package_installs_lists_and_selects(tmp_path, monkeypatch):
+def test_example_package_installs_lists_and_selects(tmp_path, monkeypatch, capsys):
     """pip-installs examples/my_estimator into a temp dir; its entry point makes it listed and selectable."""
     src = tmp_path / "src"
     shutil.copytree(ROOT / "examples" / "my_estimator", src)  # build in a copy: no build/ in the repo
@@ -192,5 +192,24 @@ def test_example_package_installs_lists_and_selects(tmp_path, monkeypatch):
         g = d.view_for(est).checkpoint_sketches()[6]
         want = g[:, 0] / np.linalg.norm(g, axis=1)  # cosine with (1,0,0) at the last checkpoint, 6
         np.testing.assert_allclose(score_estimator(est, d, t), want)
+        _run_readme_snippet(capsys)
     finally:
         sys.modules.pop("my_estimator", None)
+
+
+DOC = ROOT / "docs" / "estimators.md"
+
+
+def _run_readme_snippet(capsys) -> None:
+    """The README walkthrough's synthetic example runs and prints what the README says it prints."""
+    block = DOC.read_text().split("### 3.")[1].split("```python\n")[1].split("```")[0]
+    exec(compile(block, str(DOC), "exec"), {})
+    printed = capsys.readouterr().out.strip()
+    assert printed and printed in block, f"README says otherwise; the snippet printed {printed!r}"
+
+
+def test_readme_table_matches_the_listing():
+    """The closing table of the README section is what `bt-bench estimators` prints for the built-ins."""
+    documented = DOC.read_text().split("### Built-in estimators")[1].split("```\n")[1].split("```")[0].strip()
+    builtins = [i for i in list_estimators() if i.distribution == "bt-bench"]
+    assert documented == format_estimator_table(builtins)
