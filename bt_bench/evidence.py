@@ -18,15 +18,24 @@ import gzip
 import json
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Mapping
 
 import numpy as np
 
 from bt_bench import stats
-from bt_bench.verdicts import (Thresholds, Verdict, advantage_baseline, combine, fluency_confound,
-                               gradient_norm_baseline, headroom, seed_draw_variance, trigger_token_alignment)
+from bt_bench.verdicts import (
+    Thresholds,
+    Verdict,
+    advantage_baseline,
+    combine,
+    fluency_confound,
+    gradient_norm_baseline,
+    headroom,
+    seed_draw_variance,
+    trigger_token_alignment,
+)
 
 FORMAT = "bt-bench-evidence"
 VERSION = 1
@@ -231,6 +240,13 @@ def evidence_from_dict(doc: Mapping) -> Evidence:
         raise ValueError(f"format: expected {FORMAT!r}, got {doc.get('format')!r}")
     if doc.get("version") != VERSION:
         raise ValueError(f"version: unsupported {doc.get('version')!r}; this bt-bench reads version {VERSION}")
+    try:
+        return _evidence_from_doc(doc)
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"evidence: malformed {FORMAT} document ({type(e).__name__}: {e})") from None
+
+
+def _evidence_from_doc(doc: Mapping) -> Evidence:
     return Evidence(
         runs=[RunEvidence(seed=r["seed"], W=r["W"], **r["columns"], scores=r["scores"],
                           rollout_level=r.get("rollout_level", {})) for r in doc.get("runs", [])],
@@ -469,7 +485,9 @@ REPLAYS = (_replay_gradient_norm, _replay_fluency, _replay_headroom, _replay_see
            _replay_advantage)
 
 
-def replay(path: str | os.PathLike | Evidence, thresholds: Thresholds = Thresholds()) -> list[Verdict]:
-    """Every check x every estimator in the evidence, one combined Verdict each (estimator-major order)."""
+def replay(path: str | os.PathLike | Evidence, thresholds: Thresholds | None = None) -> list[Verdict]:
+    """Every check x every estimator in the evidence, one combined Verdict each (estimator-major order);
+    thresholds default to the spec's (Thresholds())."""
     ev = path if isinstance(path, Evidence) else load_evidence(path)
-    return [replace(fn(ev, name, thresholds), estimator=name) for name in ev.estimators() for fn in REPLAYS]
+    th = thresholds or Thresholds()
+    return [replace(fn(ev, name, th), estimator=name) for name in ev.estimators() for fn in REPLAYS]

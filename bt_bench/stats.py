@@ -23,8 +23,8 @@ each of the seeds 0-19 (seed 0: 0.0069).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import numpy as np
 from scipy.stats import rankdata

@@ -13,8 +13,8 @@ A check passes only if it passes on every seed and draw: :func:`combine`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -76,6 +76,9 @@ class Thresholds:
                      "min_headroom"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name}: must lie in [0, 1], got {getattr(self, name)!r}")
+        if isinstance(self.bootstrap_seed, bool) or not isinstance(self.bootstrap_seed, (int, np.integer)) \
+                or self.bootstrap_seed < 0:
+            raise ValueError(f"bootstrap_seed: must be an integer >= 0, got {self.bootstrap_seed!r}")
         if not -1 <= self.draw_spearman <= 1:
             raise ValueError(f"draw_spearman: must lie in [-1, 1], got {self.draw_spearman!r}")
         if not -1 <= self.cosine_bar <= 1:
@@ -90,7 +93,7 @@ class Thresholds:
         return {f.name: f.metadata["help"] for f in fields(cls)}
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, object]) -> "Thresholds":
+    def from_mapping(cls, values: Mapping[str, object]) -> Thresholds:
         """Build from e.g. pyproject ``[tool.bt_bench]`` values; unknown keys are an error."""
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
@@ -122,7 +125,7 @@ class Metric:
     seed: int | None = None
 
     @classmethod
-    def of(cls, r: stats.BootstrapResult) -> "Metric":
+    def of(cls, r: stats.BootstrapResult) -> Metric:
         return cls(r.estimate, r.ci_low, r.ci_high, r.n, r.seed)
 
     def to_dict(self) -> dict:
@@ -207,6 +210,13 @@ def _auc_support(has_behavior, group, th: Thresholds, what: str) -> str | None:
     return None
 
 
+def _run_arrays(scores, is_gt, step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated (scores, is_gt, step) of training rollouts."""
+    s = stats.as_vector("scores", scores)
+    return (s, stats.as_vector("is_gt", is_gt, n=len(s), ref="scores", kind="bool"),
+            stats.as_vector("step", step, n=len(s), ref="scores", kind="int"))
+
+
 def _window_support(is_gt, step, W: int, nonzero) -> tuple[np.ndarray, str | None]:
     m = stats.window_mask(step, W, nonzero)
     g = np.asarray(is_gt, bool)
@@ -234,10 +244,10 @@ def gradient_norm_baseline(scores, is_gt, step, *, W: int, nonzero, norm_rollout
     variants = {k: v for k, v in (("norm_only", norm_rollout), ("norm_only_step", norm_step)) if v is not None}
     if not variants:
         raise ValueError("norm_rollout, norm_step: give at least one norm_only variant's scores")
-    m, why = _window_support(is_gt, step, W, nonzero)
+    s, g, st = _run_arrays(scores, is_gt, step)
+    m, why = _window_support(g, st, W, nonzero)
     if why:
         return _error(check, why)
-    s, g, st = np.asarray(scores, float), np.asarray(is_gt, bool), np.asarray(step)
     prec = {k: stats.precision_at_k(v, g) for k, v in variants.items()}
     ref = max(prec, key=prec.get)
     overall = stats.precision_bootstrap(s, g, st, **th.bootstrap)
@@ -282,10 +292,10 @@ def headroom(scores, is_gt, step, *, W: int, nonzero, unsat_scores=None, unsat_h
     The unsaturated arrays are None when no unsaturated checkpoint qualified: an error of the fixture.
     """
     check, th = "headroom", thresholds
-    m, why = _window_support(is_gt, step, W, nonzero)
+    s, g, st = _run_arrays(scores, is_gt, step)
+    m, why = _window_support(g, st, W, nonzero)
     if why:
         return _error(check, why)
-    s, g, st = np.asarray(scores, float), np.asarray(is_gt, bool), np.asarray(step)
     wm = stats.ranking_metrics(s[m], g[m], st[m])
     metrics = {"window_headroom": Metric(wm.headroom, n=wm.n), "window_ceiling": Metric(wm.ceiling, n=wm.n),
                "window_chance": Metric(wm.chance, n=wm.n)}
@@ -368,6 +378,9 @@ def trigger_token_alignment(in_context, placebo, *, cosine_scale: bool, response
     ctx = stats.as_vector("in_context", in_context)
     if len(ctx) < 2:
         return _error(check, f"the fixture cannot support this check: {len(ctx)} behavior-containing candidates")
+    placebo = None if placebo is None else stats.as_vector("placebo", placebo, n=len(ctx), ref="in_context")
+    response = None if response is None else stats.as_vector("response", response, n=len(ctx), ref="in_context",
+                                                              kind="int")
     metrics: dict[str, Metric] = {}
     parts, oks = [], []
     if cosine_scale:
@@ -403,11 +416,11 @@ def advantage_baseline(scores, advantage_scores, is_gt, step, *, W: int, nonzero
     check, th = "advantage_baseline", thresholds
     if not rollout_level:
         return Verdict(check, "skip", {}, "step-level estimator: advantage_baseline guards rollout-level ones")
-    m, why = _window_support(is_gt, step, W, nonzero)
+    s, g, st = _run_arrays(scores, is_gt, step)
+    a = stats.as_vector("advantage_scores", advantage_scores, n=len(s), ref="scores")
+    m, why = _window_support(g, st, W, nonzero)
     if why:
         return _error(check, why)
-    s, a = np.asarray(scores, float), np.asarray(advantage_scores, float)
-    g, st = np.asarray(is_gt, bool), np.asarray(step)
     overall = stats.precision_difference_bootstrap(s, a, g, st, **th.bootstrap)
     win = stats.precision_difference_bootstrap(s[m], a[m], g[m], st[m], **th.bootstrap)
     ok_all, ok_win = overall.ci_low > th.advantage_margin, win.ci_low > th.advantage_margin

@@ -176,6 +176,8 @@ def test_native_refusals(synthetic, tmp_path):
         E.evidence_from_dict(doc | {"version": 2})
     with pytest.raises(ValueError, match="^format:"):
         E.evidence_from_dict(doc | {"format": "other"})
+    with pytest.raises(ValueError, match="^evidence: malformed"):
+        E.evidence_from_dict(doc | {"runs": [{"seed": 0}]})
     r = synthetic.runs[0]
     with pytest.raises(ValueError, match=r"^runs\[seed=0\]\.scores\[x\]: length 3 differs"):
         E.RunEvidence(seed=0, W=r.W, step=r.step, group=r.group, is_gt=r.is_gt, nonzero=r.nonzero,

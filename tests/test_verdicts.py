@@ -83,6 +83,8 @@ def test_gradient_norm_baseline_errors_without_window_gt():
     assert v.outcome == "error" and "cannot support" in v.reason
     with pytest.raises(ValueError, match="norm_rollout, norm_step"):
         V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_run_kw(r))
+    with pytest.raises(ValueError, match="^is_gt: length 3 differs"):
+        V.gradient_norm_baseline(r["planted"], [1, 0, 0], r["step"], norm_step=r["norm_only_step"], **_run_kw(r))
 
 
 # ----------------------------------------------------------------------------------- 2. fluency
@@ -175,6 +177,8 @@ def test_trigger_token_alignment_skips_and_never_passes_without_placebo():
     v = V.trigger_token_alignment(t["in_context"], t["placebo"], cosine_scale=False,
                                   response=np.repeat(np.arange(20), 4), thresholds=TH)
     assert v.outcome == "pass" and "in_context_mean" not in v.metrics
+    with pytest.raises(ValueError, match="^placebo: length 3 differs"):
+        V.trigger_token_alignment(t["in_context"], t["placebo"][:3], cosine_scale=True)
 
 
 # -------------------------------------------------------------------------------- 6. advantage
@@ -230,5 +234,7 @@ def test_thresholds_defaults_help_and_validation():
         V.Thresholds.from_mapping({"bogus": 1})
     with pytest.raises(ValueError, match="^min_pairs:"):
         V.Thresholds(min_pairs=0)
+    with pytest.raises(ValueError, match="^bootstrap_seed:"):
+        V.Thresholds(bootstrap_seed=-1)
     with pytest.raises(ValueError, match="^unsaturated_low, unsaturated_high:"):
         V.Thresholds(unsaturated_low=0.9)
