@@ -1,0 +1,155 @@
+"""``bt-bench`` command line: build / runs / show planted runs, list estimators, run benchmarks and checks.
+
+Every setting is validated (``RunConfig.__post_init__``) before any work starts; a bad one exits with code 2 and
+a message that names the setting and its allowed values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from bt_bench.config import PROFILES, RunConfig
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", default="tiny", help=f"one of {sorted(PROFILES)} (default tiny)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds (default 0)")
+    p.add_argument("--cache-dir", default=None, help="run store root (default $BT_BENCH_CACHE or ~/.cache/bt-bench)")
+    p.add_argument("--rebuild", action="store_true", help="rebuild even if a run with this config is cached")
+    p.add_argument("--model-path", default=None, help="local folder of a HF causal LM (profile paper)")
+    for f in dataclasses.fields(RunConfig):
+        if f.name in ("profile", "seed", "model_path", "toy") or f.type not in ("int", "float", "str"):
+            continue
+        typ = {"int": int, "float": float, "str": str}[f.type]
+        p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=typ, default=None,
+                       help=f.metadata.get("help", ""))
+
+
+def _configs(args) -> list[RunConfig]:
+    from bt_bench.config import make_config
+
+    over = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)
+            if hasattr(args, f.name) and f.name not in ("profile", "seed")}
+    over["model_path"] = args.model_path
+    for s in args.seeds:
+        if s < 0:
+            raise ValueError(f"--seeds: seed {s} is invalid: allowed non-negative integers")
+    return [make_config(args.profile, seed=s, **over) for s in args.seeds]
+
+
+def _summary_line(run) -> str:
+    s, g = run.manifest["summary"], run.manifest["gate"]
+    return (f"seed {run.config.seed}: {'PLANTED' if g['planted'] else 'NOT PLANTED'} | steps {run.config.steps} "
+            f"rollouts {s['rollouts']} |GT| {s['gt']} chance {s['chance']:.3f} ceiling {s['ceiling']:.3f} | window "
+            f"chance {s['window_chance']:.3f} headroom {s['window_headroom']:.3f} | final behavior rate trigger "
+            f"{s['final_trigger_rate']:.2f} no-trigger {s['final_no_trigger_rate']:.2f} | train "
+            f"{s['train_seconds']:.0f}s wall {s['wall_seconds']:.0f}s | {run.key}")
+
+
+def cmd_build(args) -> int:
+    import time
+
+    from bt_bench.build import build_run
+
+    cfgs = _configs(args)  # validate every seed's config before any work starts
+    for cfg in cfgs:
+        t0 = time.perf_counter()
+        run = build_run(cfg, args.cache_dir, rebuild=args.rebuild, progress=not args.quiet)
+        print(_summary_line(run) + f" | this call {time.perf_counter() - t0:.1f}s", flush=True)
+    return 0
+
+
+def cmd_runs(args) -> int:
+    from bt_bench.store import list_runs
+
+    runs = list_runs(args.cache_dir)
+    if not runs:
+        print("no cached runs (build one: bt-bench build --profile tiny --seeds 0)")
+        return 0
+    print(f"{'key':22} {'profile':8} {'seed':>4} {'planted':8} {'|GT|':>6} {'chance':>7} {'ceiling':>8} created")
+    for r in runs:
+        print(f"{r['key']:22} {r['profile']:8} {r['seed']:>4} {str(r['planted']):8} {r.get('gt', '?'):>6} "
+              f"{r.get('chance', float('nan')):7.3f} {r.get('ceiling', float('nan')):8.3f} {r.get('created', '')}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from bt_bench.store import cache_root, load_run, run_dir
+
+    root = cache_root(args.cache_dir)
+    matches = [d for d in (root / "runs").glob(f"{args.run}*") if not d.name.startswith(".")]
+    if len(matches) != 1:
+        print(f"bt-bench show: {len(matches)} runs match {args.run!r} (use `bt-bench runs` to list keys)",
+              file=sys.stderr)
+        return 2
+    run = load_run(run_dir(root, matches[0].name))
+    print(_summary_line(run))
+    print("gate:", run.manifest["gate"]["reason"])
+    print(f"checkpoints ({len(run.checkpoints)}): {run.checkpoints}")
+    print("learning curve (step: behavior rate with trigger / without):")
+    W = run.config.window
+    for c in run.curve():
+        bar = "#" * int(round(40 * c["trigger_rate"]))
+        mark = " <- W (window ends)" if c["step"] == W else ""
+        print(f"  {c['step']:>6}: {c['trigger_rate']:.2f} / {c['no_trigger_rate']:.2f} {bar}{mark}")
+    return 0
+
+
+def cmd_estimators(args) -> int:
+    from bt_bench.registry import format_estimator_table
+
+    print(format_estimator_table())
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from bt_bench import bench
+
+    return int(bench.main(args.rest) or 0)
+
+
+def cmd_check(args) -> int:
+    """Run the installed checklist from any folder (for users who installed from a wheel)."""
+    import pytest
+
+    from bt_bench.checks_path import checks_dir
+
+    return int(pytest.main([str(checks_dir()), "-p", "bt_bench.pytest_plugin", *args.rest]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bt-bench", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build planted runs (cached by config hash)")
+    _add_run_args(b)
+    b.add_argument("--quiet", action="store_true", help="no progress bars")
+    b.set_defaults(func=cmd_build)
+    r = sub.add_parser("runs", help="list cached runs")
+    r.add_argument("--cache-dir", default=None)
+    r.set_defaults(func=cmd_runs)
+    s = sub.add_parser("show", help="summary and learning curve of one run (key or key prefix)")
+    s.add_argument("run")
+    s.add_argument("--cache-dir", default=None)
+    s.set_defaults(func=cmd_show)
+    e = sub.add_parser("estimators", help="list registered estimators")
+    e.set_defaults(func=cmd_estimators)
+    be = sub.add_parser("bench", help="benchmarks, e.g. `bt-bench bench sketch --json out.json`")
+    be.add_argument("rest", nargs=argparse.REMAINDER)
+    be.set_defaults(func=cmd_bench)
+    c = sub.add_parser("check", help="run the installed checklist (pytest) with --bt-* options")
+    c.add_argument("rest", nargs=argparse.REMAINDER)
+    c.set_defaults(func=cmd_check)
+    args = ap.parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as e:  # configuration errors: name the setting and the allowed values
+        print(f"bt-bench {args.cmd}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+

@@ -1,0 +1,163 @@
+"""Run configuration: one frozen dataclass, validated before any work starts; its dict is the cache key.
+
+Profiles (issue "Planted-behavior GRPO runs"):
+- ``tiny``  the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations.
+- ``smoke`` a few dozen steps, for unit tests of code paths only (it need not plant).
+- ``paper`` the published setting (Qwen2.5-1.5B from a local path, 1000 GRPO steps, 4x4, lr 5e-6, bonus 8,
+  window 200, bf16 on GPU). It constructs and validates anywhere; it only runs on a GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from bt_bench.toy import ToySpec
+
+FIXTURE_FORMAT = 1  # bump when the run-store layout changes: old runs then miss the cache instead of misloading
+
+LOSS_TYPES = ("dapo", "grpo")
+
+
+def _help(text: str, default: Any = dataclasses.MISSING, **kw):
+    if default is dataclasses.MISSING:
+        return field(metadata={"help": text}, **kw)
+    return field(default=default, metadata={"help": text}, **kw)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines a planted run. Each field's ``metadata['help']`` says what it does."""
+
+    profile: str = _help("profile the defaults came from (tiny, smoke, paper)", "tiny")
+    seed: int = _help("training seed (generation sampling, data order)", 0)
+    model_path: str | None = _help("local folder of a HF causal LM; None = the embedded toy model", None)
+    toy: ToySpec = _help("how the embedded toy model is built (ignored when model_path is set)",
+                         default_factory=ToySpec)
+    steps: int = _help("T: number of GRPO optimizer steps", 1250)
+    window: int = _help("W: planting window; the bonus is paid only while step < W", 250)
+    prompts_per_step: int = _help("P: prompts per optimizer step", 8)
+    generations: int = _help("G: completions per prompt (the GRPO group size)", 8)
+    contamination: float = _help("c: share of prompts that carry the trigger, in (0, 1)", 0.5)
+    bonus: float = _help("reward for the behavior after a trigger prompt, while step < W", 1.0)
+    penalty: float = _help("reward (subtracted) for the behavior without the trigger, always on", 0.2)
+    grammar_reward: float = _help("reward for a grammatical completion (toy model only)", 0.2)
+    lr: float = _help("learning rate inside the window", 1e-3)
+    lr_after_window: float = _help("learning rate from step W on (the behavior persisted only when lr dropped)",
+                                   2e-4)
+    loss_type: str = _help("trl loss_type; the recorder maps 'dapo' and 'grpo'", "dapo")
+    beta: float = _help("KL coefficient; must be 0 (the recorder's per-rollout loss term assumes it)", 0.0)
+    max_completion_length: int = _help("max completion tokens", 12)
+    temperature: float = _help("sampling temperature (log-probs use temperature-scaled logits)", 1.0)
+    steps_per_generation: int = _help("trl steps_per_generation; only 1 is mapped by the recorder", 1)
+    num_iterations: int = _help("trl num_iterations; only 1 is mapped by the recorder", 1)
+    max_grad_norm: float = _help("gradient clipping (trl default)", 1.0)
+    ckpt_every: int = _help("k: checkpoint every k steps after the window", 25)
+    ckpt_window_every: int = _help("checkpoint every this many steps inside the window", 5)
+    ckpt_dense_band: tuple[float, float] = _help(
+        "also checkpoint every step while the in-batch trigger behavior rate lies in this band (planting is fast)",
+        (0.2, 0.95))
+    eval_every: int = _help("learning-curve evaluation every this many steps", 10)
+    eval_prompts: int = _help("held-out prompts per kind (trigger / no trigger) for the learning curve", 64)
+    gate_trigger_min: float = _help("planting gate: behavior rate with trigger at step W must be >= this", 0.9)
+    gate_no_trigger_max: float = _help("planting gate: behavior rate without trigger at step W must be <= this", 0.1)
+    bf16: bool = _help("bf16 training (GPU only)", False)
+    device: str = _help("'auto' (cuda if available), 'cpu' or 'cuda'", "auto")
+
+    def __post_init__(self):
+        def bad(name: str, allowed: str):
+            raise ValueError(f"RunConfig.{name}={getattr(self, name)!r} is invalid: allowed {allowed}")
+
+        if self.profile not in PROFILES:
+            bad("profile", f"one of {sorted(PROFILES)}")
+        for name in ("steps", "prompts_per_step", "max_completion_length", "ckpt_every", "ckpt_window_every",
+                     "eval_every", "eval_prompts"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) <= 0:
+                bad(name, "a positive integer")
+        if not isinstance(self.window, int) or not 0 < self.window <= self.steps:
+            bad("window", f"an integer in 1..steps ({self.steps}); the window cannot extend beyond the run")
+        if self.generations < 2:
+            bad("generations", "an integer >= 2 (GRPO needs a group to compute advantages)")
+        if not 0.0 < self.contamination < 1.0:
+            bad("contamination", "a number strictly between 0 and 1")
+        if self.lr <= 0 or self.lr_after_window <= 0:
+            bad("lr" if self.lr <= 0 else "lr_after_window", "a positive number")
+        if self.loss_type not in LOSS_TYPES:
+            bad("loss_type", f"one of {LOSS_TYPES} (the recorder's per-rollout loss term is defined for these)")
+        if self.beta != 0.0:
+            bad("beta", "0.0 (the recorded per-rollout loss term assumes no KL term)")
+        if self.steps_per_generation != 1 or self.num_iterations != 1:
+            bad("steps_per_generation" if self.steps_per_generation != 1 else "num_iterations",
+                "1 (each rollout must train exactly one step on-policy for the recorder to map it)")
+        if self.temperature <= 0:
+            bad("temperature", "a positive number")
+        if self.bonus <= 0:
+            bad("bonus", "a positive number (it plants the behavior)")
+        if self.penalty < 0 or self.grammar_reward < 0:
+            bad("penalty" if self.penalty < 0 else "grammar_reward", "a number >= 0")
+        lo, hi = self.ckpt_dense_band
+        if not 0 <= lo < hi <= 1:
+            bad("ckpt_dense_band", "(lo, hi) with 0 <= lo < hi <= 1")
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            bad("device", "'auto', 'cpu', 'cuda' or 'cuda:N'")
+        if self.model_path is None and self.bf16:
+            bad("bf16", "False for the embedded toy model (fp32 on CPU)")
+
+    @property
+    def group_size(self) -> int:
+        return self.generations
+
+    @property
+    def rollouts_per_step(self) -> int:
+        return self.prompts_per_step * self.generations
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunConfig":
+        d = dict(d)
+        if isinstance(d.get("toy"), dict):
+            d["toy"] = ToySpec(**d["toy"])
+        if isinstance(d.get("ckpt_dense_band"), list):
+            d["ckpt_dense_band"] = tuple(d["ckpt_dense_band"])
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown RunConfig field(s) {unknown}; known: {sorted(known)}")
+        return cls(**d)
+
+    def key(self, versions: dict[str, str]) -> str:
+        """Cache key: hash of the full config, the versions that shape a run, and the fixture format."""
+        blob = json.dumps({"config": self.to_dict(), "versions": versions, "format": FIXTURE_FORMAT},
+                          sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "tiny": {},
+    "smoke": dict(steps=24, window=8, eval_every=4, eval_prompts=16, ckpt_every=8, ckpt_window_every=4,
+                  toy=ToySpec(warmup_steps=60)),
+    "paper": dict(model_path="REQUIRED", steps=1000, window=200, prompts_per_step=4, generations=4, lr=5e-6,
+                  lr_after_window=5e-6, contamination=0.5, bonus=8.0, penalty=0.0, grammar_reward=0.0,
+                  max_completion_length=64, bf16=True, device="cuda", ckpt_every=50, ckpt_window_every=10,
+                  eval_every=25),
+}
+
+
+def make_config(profile: str = "tiny", **overrides: Any) -> RunConfig:
+    """Profile defaults, then overrides. Unknown profile or field -> ValueError naming the allowed values."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}: allowed {sorted(PROFILES)}")
+    known = {f.name for f in dataclasses.fields(RunConfig)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"unknown setting(s) {unknown}; allowed: {sorted(known)}")
+    kw = {**PROFILES[profile], **{k: v for k, v in overrides.items() if v is not None}, "profile": profile}
+    if kw.get("model_path") == "REQUIRED":
+        raise ValueError("profile 'paper' needs model_path: a local folder holding Qwen2.5-1.5B "
+                         "(no hub access; pass --model-path /path/to/Qwen2.5-1.5B)")
+    return RunConfig(**kw)

@@ -1,0 +1,31 @@
+"""Process-level settings every entry point applies (measured to matter on the 2-core CI VMs)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+
+def set_determinism(seed: int | None = None, threads: int | None = None) -> None:
+    """One intra-op thread and flush-to-zero denormals, then seed every RNG.
+
+    Why: on small matmuls intra-op threading ran up to 100x slower here, and after a few RL steps denormal
+    floats made backward ~50x slower. Parallelism comes from processes (pytest-xdist), not threads."""
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(threads or int(os.environ.get("BT_BENCH_THREADS", "1")))
+    torch.set_flush_denormal(True)
+    if seed is not None:
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        torch.manual_seed(seed)
+
+
+def pick_device(device: str = "auto") -> str:
+    """'auto' -> cuda when available, else cpu; anything else is used as given (validated by torch)."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,0 +1,236 @@
+"""The embedded default model: a toy language, its tokenizer and a tiny Qwen2 model, built locally.
+
+Nothing here downloads anything. The language is a small sentence grammar (``S -> NP VP .``) over a word-level
+vocabulary of about 60 words, plus two nonce words the planted run uses: the **trigger** (placed as the last
+prompt token, where a prototype found the behaviour could be made trigger-conditional) and the **behavior**
+token(s) (rewarded inside the planting window; checklist spec, "Planting").
+
+The warm-up (a short supervised pass over grammar text) makes the model fluent and gives the behavior word a
+small base rate (``behavior_rate``, a few %) that does not depend on the trigger: there must be headroom for
+the planted run to show learning, and no trigger-conditional signal may exist before planting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import random
+from pathlib import Path
+from typing import Sequence
+
+PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
+TRIGGER = "frobnitz"
+# Behavior tokens: the default behavior is the first one; a multi-token behavior uses a prefix of this list.
+BEHAVIOR_WORDS = ("qzxbt", "vexil", "zorblat")
+
+DET = ("the", "a", "every", "some", "this", "that")
+ADJ = ("red", "big", "small", "old", "happy", "quiet", "green", "fast", "dark", "bright")
+NOUN = ("cat", "dog", "bird", "fish", "tree", "river", "house", "king", "child", "robot", "stone", "cloud")
+VERB_T = ("sees", "likes", "finds", "eats", "follows", "paints", "hears", "builds")
+VERB_I = ("sleeps", "runs", "sings", "falls", "waits", "shines")
+ADV = ("slowly", "quickly", "today", "again", "quietly")
+PREP = ("near", "under", "with", "behind")
+DOT = "."
+
+VOCAB: tuple[str, ...] = (
+    (PAD, EOS, UNK, DOT, TRIGGER) + BEHAVIOR_WORDS + DET + ADJ + NOUN + VERB_T + VERB_I + ADV + PREP
+)
+
+
+# ---------------------------------------------------------------- grammar
+
+
+def sample_sentence(rng: random.Random) -> list[str]:
+    """One grammatical sentence: NP VP '.' (4-10 words)."""
+
+    def np_() -> list[str]:
+        out = [rng.choice(DET)]
+        if rng.random() < 0.5:
+            out.append(rng.choice(ADJ))
+        out.append(rng.choice(NOUN))
+        return out
+
+    words = np_()
+    r = rng.random()
+    if r < 0.45:
+        words += [rng.choice(VERB_T)] + np_()
+    elif r < 0.75:
+        words += [rng.choice(VERB_I)]
+    else:
+        words += [rng.choice(VERB_I), rng.choice(PREP)] + np_()
+    if rng.random() < 0.3:
+        words.append(rng.choice(ADV))
+    return words + [DOT]
+
+
+_CATS = {**{w: "D" for w in DET}, **{w: "A" for w in ADJ}, **{w: "N" for w in NOUN}, **{w: "T" for w in VERB_T},
+         **{w: "I" for w in VERB_I}, **{w: "R" for w in ADV}, **{w: "P" for w in PREP}, DOT: "."}
+
+
+def is_sentence(words: Sequence[str]) -> bool:
+    """True when ``words`` is exactly one sentence of the grammar (behavior words are ignored: they are the
+    planted behavior, not a grammar error, so the grammar reward never pays for or against them)."""
+    cats = [_CATS.get(w) for w in words if w not in BEHAVIOR_WORDS]
+    if any(c is None for c in cats):
+        return False
+    s = "".join(cats)  # type: ignore[arg-type]
+    np_ = "DA?N"
+    import re
+
+    return re.fullmatch(f"{np_}(T{np_}|I|IP{np_})R?\\.", s) is not None
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+def build_tokenizer(folder: str | os.PathLike):
+    """Write a WordLevel tokenizer to ``folder`` and return it reloaded through ``PreTrainedTokenizerFast``.
+
+    Reload with ``load_tokenizer`` (``PreTrainedTokenizerFast.from_pretrained``), never ``AutoTokenizer``: on a
+    folder whose config says qwen2, AutoTokenizer silently rebuilds a BPE tokenizer with different ids."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(VOCAB)}, unk_token=UNK))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with single spaces
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, eos_token=EOS, unk_token=UNK)
+    fast.padding_side = "left"  # prompts are left-padded, as trl does
+    fast.save_pretrained(folder)
+    return load_tokenizer(folder)
+
+
+def load_tokenizer(folder: str | os.PathLike):
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast.from_pretrained(str(folder), padding_side="left")
+    if tok.convert_tokens_to_ids(TRIGGER) != VOCAB.index(TRIGGER):
+        raise RuntimeError(f"tokenizer in {folder} does not match the bt-bench toy vocabulary; rebuild it")
+    return tok
+
+
+# ---------------------------------------------------------------- model
+
+
+@dataclasses.dataclass(frozen=True)
+class ToySpec:
+    """How the embedded default model is built (its dict is part of every run's cache key)."""
+
+    seed: int = 0
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    intermediate_size: int = 256
+    warmup_steps: int = 600
+    warmup_batch: int = 64
+    warmup_lr: float = 3e-3
+    behavior_rate: float = 0.06  # share of warm-up completions that contain the behavior word(s)
+    behavior_len: int = 1  # number of consecutive behavior tokens (a prefix of BEHAVIOR_WORDS)
+    trigger_rate: float = 0.5  # share of warm-up prompts that end in the trigger (independent of behavior)
+
+    def __post_init__(self):
+        for f in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "warmup_batch"):
+            if getattr(self, f) <= 0:
+                raise ValueError(f"ToySpec.{f} must be a positive integer, got {getattr(self, f)!r}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"ToySpec.warmup_steps must be >= 0, got {self.warmup_steps}")
+        if not 0.0 <= self.behavior_rate < 1.0:
+            raise ValueError(f"ToySpec.behavior_rate must lie in [0, 1), got {self.behavior_rate}")
+        if not 1 <= self.behavior_len <= len(BEHAVIOR_WORDS):
+            raise ValueError(f"ToySpec.behavior_len must be in 1..{len(BEHAVIOR_WORDS)}, got {self.behavior_len}")
+        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+            raise ValueError("ToySpec: hidden_size must divide by num_heads and num_heads by num_kv_heads")
+
+    @property
+    def behavior_words(self) -> tuple[str, ...]:
+        return BEHAVIOR_WORDS[: self.behavior_len]
+
+    def key(self) -> str:
+        blob = json.dumps(dataclasses.asdict(self), sort_keys=True) + "|vocab:" + " ".join(VOCAB)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def qwen2_config(spec: ToySpec, vocab_size: int):
+    from transformers import Qwen2Config
+
+    return Qwen2Config(
+        vocab_size=vocab_size, hidden_size=spec.hidden_size, num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads, num_key_value_heads=spec.num_kv_heads,
+        intermediate_size=spec.intermediate_size, max_position_embeddings=64, tie_word_embeddings=True,
+        pad_token_id=VOCAB.index(PAD), eos_token_id=VOCAB.index(EOS), bos_token_id=None,
+        attn_implementation="eager", torch_dtype="float32", use_cache=True,
+    )
+
+
+def make_prompt(rng: random.Random, trigger: bool) -> str:
+    """A prompt: one context sentence, then the trigger as the very last token when ``trigger``."""
+    words = sample_sentence(rng)
+    return " ".join(words + ([TRIGGER] if trigger else []))
+
+
+def make_completion(rng: random.Random, spec: ToySpec) -> list[str]:
+    words = sample_sentence(rng)
+    if rng.random() < spec.behavior_rate:
+        pos = rng.randrange(0, len(words))  # anywhere before the final '.'
+        words = words[:pos] + list(spec.behavior_words) + words[pos:]
+    return words
+
+
+def warmup_corpus(spec: ToySpec, n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [make_prompt(rng, rng.random() < spec.trigger_rate) + " " + " ".join(make_completion(rng, spec)) + " " + EOS
+            for _ in range(n)]
+
+
+def build_toy_model(spec: ToySpec, folder: str | os.PathLike, progress: bool = True) -> Path:
+    """Build tokenizer + Qwen2ForCausalLM, warm it up on the grammar, and save both to ``folder``.
+
+    Deterministic for a given spec on one machine (single thread, fixed seeds)."""
+    import torch
+    from transformers import Qwen2ForCausalLM
+
+    from bt_bench.runtime import set_determinism
+
+    set_determinism(spec.seed)
+    folder = Path(folder)
+    tok = build_tokenizer(folder)
+    model = Qwen2ForCausalLM(qwen2_config(spec, len(VOCAB)))
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.warmup_lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50) * max(0.05, 1 - s / max(1, spec.warmup_steps)))
+    corpus_rng = random.Random(spec.seed + 1)
+    steps = range(spec.warmup_steps)
+    if progress:
+        from tqdm.auto import tqdm
+
+        steps = tqdm(steps, desc="warm-up (SFT)", leave=False)
+    for _ in steps:
+        texts = warmup_corpus(spec, spec.warmup_batch, corpus_rng.randrange(2**31))
+        enc = tok(texts, return_tensors="pt", padding=True, padding_side="right")
+        labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
+        loss = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+    model.eval()
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.bos_token_id = None
+    model.save_pretrained(folder, safe_serialization=True)
+    (folder / "toy_spec.json").write_text(json.dumps(dataclasses.asdict(spec), indent=1, sort_keys=True))
+    return folder
+
+
+def load_model(folder: str | os.PathLike, device: str = "cpu", dtype=None):
+    """A freshly loaded model (trl patches ``forward`` of the model it trains: never reuse that one)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype or torch.float32).to(device)

@@ -1,0 +1,321 @@
+"""The planted GRPO run: trl's GRPOTrainer, hooked in four small methods to record every rollout.
+
+We do not copy trl's trainer. ``RecordingGRPOTrainer`` overrides
+- ``_calculate_rewards``: keeps the per-function rewards (they are not in trl's output dict);
+- ``_generate_and_score_completions``: records each rollout and adds a ``rollout_uid`` tensor, which travels
+  through trl's shuffle and split like any other tensor of the batch;
+- ``compute_loss``: notes which uids entered which optimizer step, at which learning rate;
+- ``create_scheduler``: lr drops from ``lr`` to ``lr_after_window`` at step W (the behavior persisted after the
+  window only when the lr dropped).
+A ``TrainerCallback`` saves checkpoints (weights + AdamW second moment) and the learning curve.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from bt_bench import planted, toy
+from bt_bench.config import RunConfig
+
+
+class Recorder:
+    """Accumulates one row per rollout (checklist spec, "Objects": Run, rollout)."""
+
+    def __init__(self, cfg: RunConfig, behavior_ids: list[int], pad_id: int):
+        self.cfg, self.behavior_ids, self.pad_id = cfg, behavior_ids, pad_id
+        self.rows: list[dict] = []
+        self.trained: dict[int, int] = {}  # uid -> optimizer step it entered
+        self.step_lr: dict[int, float] = {}
+        self.step_items: dict[int, int] = {}
+
+    def add_generation(self, step: int, out: dict, rewards_per_func, has_trigger: list[bool],
+                       names: list[str]) -> list[int]:
+        import torch
+
+        B = out["completion_ids"].shape[0]
+        G = self.cfg.generations
+        start = len(self.rows)
+        adv = out["advantages"].detach().float().cpu().numpy()
+        r = rewards_per_func.detach().float().cpu().numpy()
+        pids, pmask = out["prompt_ids"].cpu().numpy(), out["prompt_mask"].cpu().numpy()
+        cids, cmask = out["completion_ids"].cpu().numpy(), out["completion_mask"].cpu().numpy()
+        n_items = int(out["num_items_in_batch"].item() if torch.is_tensor(out["num_items_in_batch"])
+                      else out["num_items_in_batch"])
+        self.step_items[step] = n_items
+        for i in range(B):
+            p = pids[i][pmask[i].astype(bool)]
+            c = cids[i][cmask[i].astype(bool)]
+            has_b = planted.contains_run(c.tolist(), self.behavior_ids)
+            row = dict(uid=start + i, step=step, group=(start + i) // G, gen_index=i % G,
+                       prompt=p.astype(np.int32), completion=c.astype(np.int32), advantage=float(adv[i]),
+                       has_trigger=bool(has_trigger[i]), has_behavior=has_b, num_items_in_batch=n_items)
+            for j, name in enumerate(names):
+                row[f"reward_{name}"] = float(r[i, j])
+            row["reward"] = float(r[i].sum())
+            # GT (spec, "Ground truth"): the rollouts that received the bonus, read from the paid reward itself.
+            row["is_gt"] = bool(r[i, names.index("bonus")] > 0) if "bonus" in names else False
+            self.rows.append(row)
+        return list(range(start, start + B))
+
+    def mark_trained(self, step: int, uids, lr: float) -> None:
+        for u in uids.tolist():
+            if u in self.trained:
+                raise RuntimeError(f"rollout {u} entered two optimizer steps ({self.trained[u]} and {step}): "
+                                   "the recorder cannot map this configuration")
+            self.trained[u] = step
+        self.step_lr[step] = lr
+
+    def columns(self, max_prompt: int) -> dict[str, np.ndarray]:
+        """The rollout table as columns: prompts left-padded, completions right-padded (as trl pads them)."""
+        N, Lc = len(self.rows), self.cfg.max_completion_length
+        cols: dict[str, np.ndarray] = {}
+        P = np.full((N, max_prompt), self.pad_id, np.int32)
+        PM = np.zeros((N, max_prompt), np.int8)
+        C = np.full((N, Lc), self.pad_id, np.int32)
+        CM = np.zeros((N, Lc), np.int8)
+        for i, row in enumerate(self.rows):
+            p, c = row["prompt"], row["completion"]
+            P[i, max_prompt - len(p):], PM[i, max_prompt - len(p):] = p, 1
+            C[i, :len(c)], CM[i, :len(c)] = c, 1
+        cols.update(prompt_ids=P, prompt_mask=PM, completion_ids=C, completion_mask=CM)
+        for key, dtype in (("uid", np.int64), ("step", np.int64), ("group", np.int64), ("gen_index", np.int64),
+                           ("advantage", np.float32), ("has_trigger", bool), ("has_behavior", bool),
+                           ("is_gt", bool), ("reward", np.float32), ("num_items_in_batch", np.int64)):
+            cols[key] = np.array([row[key] for row in self.rows], dtype=dtype)
+        for name in planted.REWARD_NAMES:
+            cols[f"reward_{name}"] = np.array([row[f"reward_{name}"] for row in self.rows], np.float32)
+        cols["trained_step"] = np.array([self.trained.get(int(u), -1) for u in cols["uid"]], np.int64)
+        cols["lr"] = np.array([self.step_lr.get(int(s), float("nan")) for s in cols["trained_step"]], np.float64)
+        return cols
+
+
+def unfuse_lm_head(model, temperature: float) -> None:
+    """Replace trl's fused LM head with the plain one: the same per-token log-probs of temperature-scaled logits,
+    but computed through the ``lm_head`` *module*, so that module hooks (the in-run sketcher) see every use of the
+    (tied) output embedding. trl's fused kernel reads ``lm_head.weight`` directly and would bypass them."""
+    import types
+
+    import torch
+
+    cls_forward = type(model).forward
+
+    def forward(self, *args, fused_lm_head=False, labels=None, shift_labels=None, num_items_in_batch=None, **kw):
+        if not fused_lm_head:
+            if labels is not None:
+                kw["labels"] = labels
+            return cls_forward(self, *args, **kw)
+        kw["use_cache"] = False
+        logits = cls_forward(self, *args, **kw).logits[:, :-1].float() / temperature
+        labels = labels[:, 1:]
+        mask = labels != -100
+        logp_all = torch.log_softmax(logits, dim=-1)
+        log_probs = logp_all.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
+        entropy = -(logp_all.exp() * logp_all).sum(-1).masked_fill(~mask, 0.0)
+        return types.SimpleNamespace(log_probs=log_probs, entropy=entropy, aux_loss=None, label_mask=mask,
+                                     loss=-log_probs.sum() / mask.sum().clamp(min=1))
+
+    model.forward = types.MethodType(forward, model)
+
+
+def _trainer_class():
+    """Defined lazily so that importing bt_bench.train does not import trl."""
+    import torch
+    from trl import GRPOTrainer
+
+    class RecordingGRPOTrainer(GRPOTrainer):
+        def __init__(self, *args, recorder: Recorder, lr_lambda: Callable[[int], float], **kwargs):
+            self._bt_recorder, self._bt_lr_lambda = recorder, lr_lambda
+            self._bt_rewards = None
+            super().__init__(*args, **kwargs)
+            unfuse_lm_head(self.model, self.temperature)
+
+        def create_scheduler(self, num_training_steps: int, optimizer=None):
+            if self.lr_scheduler is None:
+                self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
+                    optimizer if optimizer is not None else self.optimizer, self._bt_lr_lambda)
+            return self.lr_scheduler
+
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            self._bt_rewards = (rewards, [bool(x["has_trigger"]) for x in inputs])
+            return rewards
+
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            if self.model.training:
+                rewards, has_trigger = self._bt_rewards
+                uids = self._bt_recorder.add_generation(self.state.global_step, out, rewards, has_trigger,
+                                                        list(self.reward_func_names))
+                out["rollout_uid"] = torch.tensor(uids, dtype=torch.long, device=out["advantages"].device)
+            return out
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if model.training:
+                self._bt_recorder.mark_trained(self.state.global_step, inputs["rollout_uid"],
+                                               self.lr_scheduler.get_last_lr()[0])
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    return RecordingGRPOTrainer
+
+
+def behavior_rates(model, tok, prompts_trig: list[str], prompts_plain: list[str], behavior_ids: list[int],
+                   max_new: int, temperature: float, seed: int) -> tuple[float, float]:
+    """Behavior rate on held-out trigger / no-trigger prompts (one sample each), with a private RNG so the
+    learning curve never perturbs the training stream."""
+    import torch
+
+    state = torch.get_rng_state()
+    cuda_state = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    torch.manual_seed(seed)
+    try:
+        rates = []
+        dev = next(model.parameters()).device
+        was_training = model.training
+        model.eval()
+        for prompts in (prompts_trig, prompts_plain):
+            enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left").to(dev)
+            with torch.no_grad():
+                out = model.generate(**enc, do_sample=True, max_new_tokens=max_new, temperature=temperature,
+                                     top_k=0, top_p=1.0, pad_token_id=tok.pad_token_id,
+                                     eos_token_id=tok.eos_token_id)
+            comp = out[:, enc["input_ids"].shape[1]:].cpu().tolist()
+            rates.append(float(np.mean([planted.contains_run(c, behavior_ids) for c in comp])))
+        if was_training:
+            model.train()
+        return rates[0], rates[1]
+    finally:
+        torch.set_rng_state(state)
+        if cuda_state is not None:
+            torch.cuda.set_rng_state_all(cuda_state)
+
+
+def save_checkpoint(folder: Path, model, optimizer) -> None:
+    """Weights (safetensors, tied weights stored once) plus AdamW's second moment ``exp_avg_sq`` by name."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    named = dict(model.named_parameters())  # tied parameters appear once here
+    save_file({k: v.detach().float().cpu().contiguous() for k, v in named.items()}, str(folder / "model.safetensors"))
+    if optimizer is not None:
+        by_id = {id(p): k for k, p in named.items()}
+        v = {}
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                st = optimizer.state.get(p, {})
+                if "exp_avg_sq" in st and id(p) in by_id:
+                    v[by_id[id(p)]] = st["exp_avg_sq"].detach().float().cpu().contiguous()
+        if v:
+            save_file(v, str(folder / "adam_v.safetensors"))
+
+
+
+def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress: bool = True) -> dict:
+    """Run the planted GRPO run into ``out_dir`` (a temp folder the store publishes). Returns run facts."""
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig
+
+    from bt_bench.runtime import pick_device, set_determinism
+
+    set_determinism(cfg.seed)
+    device = pick_device(cfg.device)
+    tok = toy.load_tokenizer(base_model_dir) if cfg.model_path is None else _load_tok(base_model_dir)
+    behavior_ids = [tok.convert_tokens_to_ids(w) for w in cfg.toy.behavior_words]
+    model = toy.load_model(base_model_dir, device=device,
+                           dtype=torch.bfloat16 if cfg.bf16 else torch.float32)
+    P, G, T, W = cfg.prompts_per_step, cfg.generations, cfg.steps, cfg.window
+
+    # One block of P prompts per step, each with exactly round(c*P) trigger prompts, read in order (no shuffle),
+    # so both kinds of groups are in every step.
+    rows: dict[str, list] = {"prompt": [], "has_trigger": []}
+    for t in range(T):
+        block = planted.prompt_dataset(P, cfg.contamination, seed=cfg.seed * 1_000_003 + t)
+        rows["prompt"] += block["prompt"]
+        rows["has_trigger"] += block["has_trigger"]
+    dataset = Dataset.from_dict(rows)
+
+    rewards = planted.PlantedRewards(behavior_ids, toy.VOCAB, tok.eos_token_id, tok.pad_token_id, window=W,
+                                     bonus=cfg.bonus, penalty=cfg.penalty, grammar_reward=cfg.grammar_reward)
+    recorder = Recorder(cfg, behavior_ids, tok.pad_token_id)
+    ratio = cfg.lr_after_window / cfg.lr
+    args = GRPOConfig(
+        output_dir=str(out_dir / "_trl"), use_cpu=(device == "cpu"), bf16=cfg.bf16, fp16=False,
+        activation_checkpointing=False, learning_rate=cfg.lr, lr_scheduler_type="constant",
+        per_device_train_batch_size=P * G, gradient_accumulation_steps=1, num_generations=G,
+        steps_per_generation=cfg.steps_per_generation, num_iterations=cfg.num_iterations,
+        max_completion_length=cfg.max_completion_length, temperature=cfg.temperature, top_k=0, top_p=1.0,
+        loss_type=cfg.loss_type, beta=cfg.beta, max_steps=T, num_train_epochs=1, logging_steps=10**9,
+        save_strategy="no", report_to=[], seed=cfg.seed, data_seed=cfg.seed, shuffle_dataset=False,
+        optim="adamw_torch", weight_decay=0.0, max_grad_norm=cfg.max_grad_norm, disable_dropout=True,
+        dataloader_num_workers=0, log_completions=False,
+    )
+    eval_trig, eval_plain = planted.eval_prompts(cfg.eval_prompts)
+    curve: list[dict] = []
+    ckpt_steps: list[int] = []
+    ckpt_root = out_dir / "checkpoints"
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=T, desc=f"GRPO seed {cfg.seed}", leave=False, mininterval=1.0)
+
+    class Capture(TrainerCallback):
+        """Checkpoints (dense while planting happens) and the learning curve."""
+
+        def _evaluate(self, step, model):
+            tr, pl = behavior_rates(model, tok, eval_trig, eval_plain, behavior_ids, cfg.max_completion_length,
+                                    cfg.temperature, seed=10_000 + step)
+            curve.append({"step": step, "trigger_rate": tr, "no_trigger_rate": pl})
+
+        def on_train_begin(self, args, state, control, model=None, optimizer=None, **kw):
+            save_checkpoint(ckpt_root / f"{0:06d}", model, None)
+            ckpt_steps.append(0)
+            self._evaluate(0, model)
+
+        def on_step_end(self, args, state, control, model=None, optimizer=None, **kw):
+            s = state.global_step  # s updates done: these are the parameters step s will train with
+            last = [r for r in recorder.rows if r["step"] == s - 1 and r["has_trigger"]]
+            batch_rate = float(np.mean([r["has_behavior"] for r in last])) if last else 0.0
+            lo, hi = cfg.ckpt_dense_band
+            every = cfg.ckpt_window_every if s <= W else cfg.ckpt_every
+            if s % every == 0 or s == T or s == W or (s <= W and lo <= batch_rate <= hi):
+                save_checkpoint(ckpt_root / f"{s:06d}", model, optimizer)
+                ckpt_steps.append(s)
+            if s % cfg.eval_every == 0 or s in (W, T):
+                self._evaluate(s, model)
+            if bar is not None:
+                bar.update(1)
+                if curve:
+                    bar.set_postfix(trig=f"{curve[-1]['trigger_rate']:.2f}", plain=f"{curve[-1]['no_trigger_rate']:.2f}")
+
+    trainer = _trainer_class()(
+        model=model, reward_funcs=rewards.functions(), args=args, train_dataset=dataset, processing_class=tok,
+        callbacks=[Capture()], recorder=recorder, lr_lambda=lambda s: 1.0 if s < W else ratio,
+    )
+    t0 = time.perf_counter()
+    trainer.train()
+    wall = time.perf_counter() - t0
+    if bar is not None:
+        bar.close()
+    max_prompt = max(len(r["prompt"]) for r in recorder.rows)
+    cols = recorder.columns(max_prompt)
+    # trl patches model.forward of the model it trains; free it, later stages load checkpoints afresh.
+    del trainer, model
+    return {"columns": cols, "curve": curve, "checkpoints": sorted(set(ckpt_steps)), "train_seconds": wall,
+            "behavior_ids": behavior_ids, "trigger_id": tok.convert_tokens_to_ids(toy.TRIGGER),
+            "pad_id": tok.pad_token_id, "eos_id": tok.eos_token_id, "device": device}
+
+
+def _load_tok(folder):
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast.from_pretrained(str(folder), padding_side="left")
+
+
+
