@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
 from bt_bench.estimator import Candidates, Capability, MissingInputError, Target
 from estimators._math import check_dims
@@ -13,15 +14,28 @@ from estimators._math import check_dims
 
 @dataclass(frozen=True)
 class _Whitener:
-    """(Phi^T Phi + lam I)^-1 from the thin SVD Phi = U S V^T: V diag(1/(s^2+lam)) V^T + (I - V V^T)/lam."""
+    """Applies (Phi^T Phi + lam I)^-1 through a Cholesky factor of the smaller Gram matrix.
 
-    v: np.ndarray  # [k, r]
-    s2: np.ndarray  # [r]
+    With at least k non-zero rows: factor Phi^T Phi + lam I (k x k). With fewer (k exceeds the non-zero
+    gradients), Woodbury: (Phi^T Phi + lam I)^-1 t = (t - Phi^T (Phi Phi^T + lam I)^-1 Phi t) / lam, factoring
+    the M x M matrix. Both are exact; zero rows of Phi add nothing to Phi^T Phi and are dropped first.
+    """
+
+    chol: tuple[np.ndarray, bool]
     lam: float
+    phi: np.ndarray | None = None  # the non-zero rows, kept only in the Woodbury form
+
+    @classmethod
+    def of(cls, phi: np.ndarray, lam: float) -> _Whitener:
+        phi = phi[np.any(phi != 0, axis=1)]
+        if phi.shape[0] >= phi.shape[1]:
+            return cls(cho_factor(phi.T @ phi + lam * np.eye(phi.shape[1])), lam)
+        return cls(cho_factor(phi @ phi.T + lam * np.eye(phi.shape[0])), lam, phi)
 
     def apply(self, t: np.ndarray) -> np.ndarray:
-        coef = self.v.T @ t
-        return self.v @ (coef / (self.s2 + self.lam)) + (t - self.v @ coef) / self.lam
+        if self.phi is None:
+            return cho_solve(self.chol, t)
+        return (t - self.phi.T @ cho_solve(self.chol, self.phi @ t)) / self.lam
 
 
 class TRAK:
@@ -59,8 +73,7 @@ class TRAK:
         if self.relative_damping:
             mean_eig = float(np.sum(phi * phi)) / phi.shape[1]
             lam = self.damping * mean_eig if mean_eig > 0 else self.damping
-        _, s, vt = np.linalg.svd(phi, full_matrices=False)
-        return _Whitener(vt.T, s * s, lam)
+        return _Whitener.of(phi, lam)
 
     def fit(self, run_view: Candidates) -> None:
         """Whitening per checkpoint from the training rollouts' sketches (no labels involved)."""

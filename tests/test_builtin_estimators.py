@@ -116,6 +116,18 @@ def test_trak_fit_uses_the_training_rollouts():
         run(est)
 
 
+@pytest.mark.parametrize("m, k", [(6, 10), (30, 4)])  # fewer non-zero rows than k (Woodbury form), more
+def test_trak_matches_a_direct_solve(m, k):
+    rng = np.random.default_rng(m)
+    phi = rng.normal(size=(m, k))
+    phi[::3] = 0  # zero gradients
+    d = CandidateData(rows(m), {"checkpoint": {0: phi}}, checkpoints=CKPTS[:1])
+    t = rng.normal(size=k)
+    lam = 0.01 * np.sum(phi**2) / k
+    want = phi @ np.linalg.solve(phi.T @ phi + lam * np.eye(k), t)
+    np.testing.assert_allclose(score_estimator(TRAK(), d, Target("sequence", {0: t})), want, rtol=1e-9)
+
+
 def test_tracin_adam_hand_computed():
     # preconditioned sketches  c0: r0 (1,1) r1 (0,2)   c2: r0 (0,3) r1 (1,1);  weights eta_c = 0.1, 0.05
     # symmetric (preconditioned target (0,1) at both): r0 = 0.1/sqrt(2) + 0.05;  r1 = 0.1 + 0.05/sqrt(2)
