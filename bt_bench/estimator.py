@@ -443,7 +443,9 @@ class CandidateData:
             raise ValueError(f"CandidateData.sketches: unknown key {key!r}; allowed: {sorted(SKETCH_KEYS)}")
         layout = SKETCH_KEYS[key][1]
         if layout == "per_step":
-            return MappingProxyType({int(s): _readonly(v) for s, v in value.items()})
+            # {step: [k] sketch} or {step: float norm}
+            return MappingProxyType({int(s): _readonly(v) if np.ndim(v) else float(v)
+                                     for s, v in value.items()})
         if layout == "per_ckpt":
             steps = {c.step for c in self.checkpoints}
             extra = sorted(set(map(int, value)) - steps)
