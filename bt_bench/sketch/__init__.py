@@ -1,0 +1,27 @@
+"""Per-rollout gradient sketches (issue 3): loss terms, hooks, projections, reference path.
+
+Front: ``Sketcher(model, spec).sketch(batch, loss_fn) -> np.ndarray [B, k]``; see sketcher.py."""
+
+from bt_bench.sketch.loss import (
+    LossFn,
+    completion_logps,
+    policy_loss_terms,
+    sequence_logprob_terms,
+    slice_batch,
+    token_logprob_terms,
+)
+from bt_bench.sketch.sketcher import Sketcher
+from bt_bench.sketch.spec import PRESETS, SketchSpec, preset
+
+__all__ = [
+    "PRESETS",
+    "LossFn",
+    "SketchSpec",
+    "Sketcher",
+    "completion_logps",
+    "policy_loss_terms",
+    "preset",
+    "sequence_logprob_terms",
+    "slice_batch",
+    "token_logprob_terms",
+]
