@@ -141,6 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("check", help="run the installed checklist (pytest) with --bt-* options")
     c.add_argument("rest", nargs=argparse.REMAINDER)
     c.set_defaults(func=cmd_check)
+    rp = sub.add_parser("report", help="table + HTML page of a JSON report: `bt-bench report out.json --html r.html`",
+                        add_help=False, prefix_chars="+")  # every -option goes to report.main
+    rp.add_argument("rest", nargs=argparse.REMAINDER)
+    rp.set_defaults(func=lambda a: __import__("bt_bench.report", fromlist=["main"]).main(a.rest))
+    rl = sub.add_parser("replay", help="judge recorded evidence: `bt-bench replay DIR [--report out.json]` "
+                        "(exit 0 pass/skip, 1 fail/error, 2 unreadable)", add_help=False, prefix_chars="+")
+    rl.add_argument("rest", nargs=argparse.REMAINDER)
+    rl.set_defaults(func=lambda a: __import__("bt_bench.report", fromlist=["main"]).replay_main(a.rest))
     args = ap.parse_args(argv)
     try:
         return args.func(args)

@@ -1,0 +1,221 @@
+"""The human report (bt_bench.report): terminal table, HTML page, replay command (issue 5, items 4-5).
+
+The synthetic report is built the honest way: synthetic evidence (the makers of test_verdicts) is judged by
+bt_bench.evidence.replay, so every metric name the plots read is one the verdict functions really write.
+``python tests/test_report.py OUT_DIR`` writes the example report (JSON + HTML) the docs' picture comes from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_verdicts import make_candidates, make_run, make_token_level
+
+from bt_bench import evidence as E
+from bt_bench import report as R
+from bt_bench import stats as S
+from bt_bench.verdicts import Thresholds
+
+ESTIMATORS = ("gas", "tracincp", "norm_only", "fluency")
+# (check, estimator) -> the paper's reason, as the plugin's expected-failure table would declare it
+EXPECTED = {("gradient_norm_baseline", "tracincp"): "step-level methods match norm-only (~4x chance)",
+            ("fluency_confound", "norm_only"): "fluency AUC 0.72-0.80 is at or above every gradient method",
+            ("fluency_confound", "tracincp"): "fluency AUC 0.72-0.80 is at or above every gradient method"}
+
+
+def _candidate_scores(c: dict, rng: np.random.Generator) -> dict:
+    beh, flu = c["has_behavior"], c["fluency"]
+    return {"gas": c["planted"], "tracincp": 0.3 * beh + 1.2 * flu + rng.normal(0, 1, len(beh)),
+            "norm_only": flu + rng.normal(0, 0.6, len(beh)) + 0.25 * beh, "fluency": flu}
+
+
+def _run_evidence(seed: int, T: int, W: int) -> tuple[E.RunEvidence, dict]:
+    r = make_run(seed=seed, T=T, W=W)
+    rng = np.random.default_rng(1000 + seed)
+    n = len(r["step"])
+    scores = {"gas": r["is_gt"] + 0.5 * r["nonzero"] + rng.normal(0, 0.45, n),
+              "tracincp": r["norm_only_step"] + rng.normal(0, 0.01, T)[r["step"]],
+              "norm_only": r["norm_only"], "fluency": rng.normal(0, 1, n) + 0.2 * r["is_gt"]}
+    ev = E.RunEvidence(seed=seed, W=W, step=r["step"], group=r["group"], is_gt=r["is_gt"], nonzero=r["nonzero"],
+                       scores=scores, advantage=r["advantage"])
+    return ev, r
+
+
+def _run_entry(r: dict, T: int, W: int, every: int) -> dict:
+    """A `runs` entry: a plausible logistic learning curve, checkpoints every `every` steps and the chosen ones
+    (earliest in [0.2, 0.8] and earliest >= 0.8, the spec's rule), summary figures from the synthetic rows."""
+    seed = r["seed"]
+    steps = np.arange(T + 1)
+    mid = 0.45 * W + seed
+    trig = 0.03 + 0.94 / (1 + np.exp(-(steps - mid) / (0.12 * W)))
+    no = 0.02 + 0.02 * np.sin(steps / 3.0 + seed) ** 2
+    cks = list(range(0, T + 1, every))
+    rate = dict(zip(steps.tolist(), trig.tolist()))
+    unsat = next((c for c in cks if 0.2 <= rate[c] <= 0.8), None)
+    sat = next((c for c in cks if rate[c] >= 0.8), None)
+    wm = S.window_metrics(r["planted"], r["is_gt"], r["step"], W, r["nonzero"])
+    return {"seed": seed, "key": f"synthetic-{seed}", "planted": True, "window": W, "steps": T,
+            "summary": {"rollouts": len(r["step"]), "gt": int(r["is_gt"].sum()), "chance": S.chance(r["is_gt"]),
+                        "ceiling": S.ceiling(r["is_gt"], r["step"]), "window_chance": wm.chance,
+                        "window_headroom": wm.headroom, "final_trigger_rate": float(trig[-1]),
+                        "final_no_trigger_rate": float(no[-1])},
+            "curve": [{"step": int(t), "trigger_rate": float(a), "no_trigger_rate": float(b)}
+                      for t, a, b in zip(steps, trig, no)],
+            "checkpoints": cks, "chosen": {"unsaturated": unsat, "saturated": sat}}
+
+
+def synthetic_report(n_seeds: int = 3, n_draws: int = 3, n_resamples: int = 200, T: int = 30, W: int = 15
+                     ) -> dict:
+    """A report of schema bt-bench-report/1 from synthetic evidence judged by the real verdict code."""
+    th = Thresholds(n_resamples=n_resamples)
+    runs, draws, tokens, stab, entries = [], [], [], [], []
+    for s in range(n_seeds):
+        ev, r = _run_evidence(s, T, W)
+        runs.append(ev)
+        entries.append(_run_entry(r, T, W, every=5))
+        rng = np.random.default_rng(s)
+        u = make_candidates(seed=500 + s, n_groups=40, rate=0.5)
+        draws.append(E.DrawEvidence(seed=s, draw=0, group=u["group"], has_behavior=u["has_behavior"],
+                                    fluency=u["fluency"], scores=_candidate_scores(u, rng), kind="unsaturated"))
+        for d in range(n_draws):
+            c = make_candidates(seed=100 * s + d, n_groups=40, rate=0.8)
+            draws.append(E.DrawEvidence(seed=s, draw=d, group=c["group"], has_behavior=c["has_behavior"],
+                                        fluency=c["fluency"], scores=_candidate_scores(c, rng), kind="saturated"))
+        t = make_token_level(seed=s, n=60)
+        tokens.append(E.TokenEvidence(seed=s, estimator="gas", cosine_scale=True, **t))
+        base = rng.normal(size=80)
+        for name, noise in (("gas", 0.5), ("tracincp", 1.5), ("norm_only", 0.2), ("fluency", 0.1)):
+            stab.append(E.StabilityEvidence(seed=s, estimator=name, draws=np.arange(n_draws),
+                                            scores=base + rng.normal(0, noise, (n_draws, 80))))
+    evidence = E.Evidence(runs=runs, draws=draws, token_level=tokens, stability=stab, source="synthetic")
+    results = R.results_from_verdicts(E.replay(evidence, th), evidence)
+    for res in results:
+        why = EXPECTED.get(R.cell_of(res))
+        if why and res["outcome"] in ("failed", "passed"):
+            res["outcome"] = "xfail" if res["outcome"] == "failed" else "xpass"
+            res["metrics"]["expected_failure"] = why
+    results += [{"nodeid": "checks/test_fixture_planting.py::test_planting_gate_and_trigger_conditional",
+                 "outcome": "passed", "duration_s": 0.1, "reason": None,
+                 "metrics": {"check": "planting_gate", "key_figure": "final rate trigger 0.97/0.97/0.97"}},
+                {"nodeid": "checks/test_fixture_integrity.py::test_integrity", "outcome": "passed",
+                 "duration_s": 0.1, "reason": None,
+                 "metrics": {"check": "integrity", "key_figure": f"{n_seeds} runs, hashes and counts ok"}}]
+    return {"schema": R.SCHEMA, "exit_status": 0,
+            "settings": {"estimators": list(ESTIMATORS), "profile": "synthetic", "seeds": n_seeds, "draws": n_draws,
+                         "cache_dir": None, "rebuild": False, "report": None, "evidence": None, "strict": False},
+            "machine": {"platform": "synthetic", "python": sys.version.split()[0], "cpus": 2},
+            "versions": {"bt-bench": "0.1.0"}, "thresholds": th.to_dict(), "runs": entries,
+            "failed_seeds": [{"seed": n_seeds, "key": "synthetic-x", "reason": "planting gate: behavior rate with "
+                              "trigger 0.41 < 0.9 at step W"}], "results": results}
+
+
+@pytest.fixture(scope="module")
+def rep() -> dict:
+    return synthetic_report()
+
+
+def test_synthetic_report_has_every_kind_of_cell(rep):
+    outcomes = {r["outcome"] for r in rep["results"]}
+    assert {"passed", "skipped", "xfail"} <= outcomes
+    cells = {R.cell_of(r) for r in rep["results"]}
+    assert {("fluency_confound", e) for e in ESTIMATORS} <= cells
+    assert ("integrity", R.FIXTURE) in cells
+
+
+def test_html_embeds_one_image_per_plot(rep, tmp_path):
+    out = R.render_html(rep, tmp_path / "r.html")
+    page = out.read_text()
+    assert page.count("data:image/png;base64,") == 4  # lift, AUC, alignment, learning curves
+    for name in ("lift", "auc", "alignment", "curves"):
+        assert f"alt='{name}'" in page
+    assert "planting gate" in page and "residual_auc_bar" in page and "FAIL (expected, paper)" in page
+    assert "No data in this report" not in page
+
+
+def test_html_without_runs_says_so(rep, tmp_path):
+    page = R.render_html({**rep, "runs": []}, tmp_path / "r.html").read_text()
+    assert page.count("data:image/png;base64,") == 3
+    assert "No data in this report for this plot" in page
+
+
+@pytest.mark.parametrize("width", [80, 140])
+def test_table_has_every_estimator_and_outcome(rep, width):
+    table = R.format_table(rep["results"], width=width)
+    assert max(len(line) for line in table.splitlines()) <= width
+    for e in ESTIMATORS:
+        assert e in table
+    for label in ("PASS", "SKIP", "FAIL (expected, paper)", "integrity", "planting_gate"):
+        assert label in table
+    assert "lift " in table and " vs norm " in table  # gradient_norm_baseline's key figure
+
+
+def test_table_reads_node_ids_and_aggregates_cells():
+    res = [{"nodeid": f"checks/test_headroom.py::test_headroom[my-est-seed{s}-draw1]", "outcome": o, "metrics": {}}
+           for s, o in enumerate(("passed", "failed", "passed"))]
+    assert R.cell_of(res[0]) == ("headroom", "my-est")
+    table = R.format_table(res, width=100)
+    assert "my-est" in table and "FAIL 1/3" in table and "1 cells: 1 FAIL" in table
+
+
+def test_units_and_key_figure_from_combined_verdict(rep):
+    r = next(r for r in rep["results"] if R.cell_of(r) == ("fluency_confound", "gas"))
+    us = R.units_of_verdict(r["metrics"]["verdict"])
+    assert sorted((u["seed"], u["draw"]) for u in us) == [(s, d) for s in range(3) for d in range(3)]
+    assert all(u["outcome"] in ("pass", "fail") and "residualized_auc" in u["metrics"] for u in us)
+    auc = np.mean([u["metrics"]["auc"]["value"] for u in us])
+    key = r["metrics"]["key_figure"]
+    assert re.match(rf"AUC {auc:.2f} vs fluency \d\.\d\d, resid \d\.\d\d \(lo \d\.\d\d\)$", key)
+
+
+def test_main_missing_file_exits_2(tmp_path, capsys):
+    assert R.main([str(tmp_path / "nope.json")]) == 2
+    assert "report file not found" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": "other"}))
+    assert R.main([str(bad)]) == 2
+    assert "is not 'bt-bench-report/1'" in capsys.readouterr().err
+
+
+def test_main_renders_html_and_pngs(rep, tmp_path, capsys):
+    path = tmp_path / "out.json"
+    path.write_text(json.dumps(rep))
+    assert R.main([str(path), "--html", str(tmp_path / "r.html"), "--png-dir", str(tmp_path / "png")]) == 0
+    assert "fluency_confound" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["alignment.png", "auc.png", "curves.png",
+                                                                    "lift.png", "report.md"]
+
+
+def test_replay_of_shared_behaviortrace(tmp_path, capsys):
+    d = E.shared_behaviortrace_dir()
+    if d is None or not (d / "seed2").is_dir():
+        pytest.skip("shared BehaviorTrace data absent")
+    out = tmp_path / "replay.json"
+    rc = R.replay_main([str(d / "seed2"), "--report", str(out), "--html", str(tmp_path / "r.html")])
+    assert rc == 1  # fluency_confound fails the gradient scores: the gate closes
+    text = capsys.readouterr().out
+    assert "mp_centered" in text and "FAIL" in text and "exit 1" in text
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == R.SCHEMA and doc["runs"] == [] and doc["thresholds"]["n_resamples"] == 5000
+    cell = {R.cell_of(r): r for r in doc["results"]}
+    assert cell[("fluency_confound", "mp_centered")]["outcome"] == "failed"
+    assert cell[("fluency_confound", "mp_centered")]["metrics"]["per_unit"][0]["seed"] == 2
+    assert cell[("trigger_token_alignment", "sketch_cosine")]["metrics"]["series"]["in_context"]
+    assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") == 2  # AUC, alignment
+
+
+def test_replay_missing_path_exits_2(tmp_path, capsys):
+    assert R.replay_main([str(tmp_path / "nowhere")]) == 2
+    assert "evidence not found" in capsys.readouterr().err
+
+
+if __name__ == "__main__":  # the example report: python tests/test_report.py OUT_DIR
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs")
+    doc = synthetic_report(n_resamples=2000, T=60, W=20)
+    (out / "report_example.json").write_text(json.dumps(doc, indent=1))
+    print(R.format_table(doc["results"]))
+    print(R.render_html(doc, out / "report_example.html"))
