@@ -31,10 +31,11 @@ from bt_bench.sketch.hooks import (
     MatrixBlock,
     Rule,
     ScaleRule,
+    SharedInput,
     is_elementwise_scale,
 )
 from bt_bench.sketch.loss import LossFn, completion_logps, policy_loss_terms, slice_batch
-from bt_bench.sketch.projectors import DenseGaussianProjector, SparseJL, make_factor
+from bt_bench.sketch.projectors import DenseGaussianProjector, GaussianFactor, SparseJL, make_factor
 from bt_bench.sketch.spec import SketchSpec
 
 
@@ -121,10 +122,33 @@ class Sketcher:
                 self.rules.append(ScaleRule(module, use, small(module.weight)))
             else:
                 self.rules.append(GenericRule(module, use, {n: small(p) for n, p in own.items()}))
+        self._share_inputs()
         uncovered = [n for n in self.names if n not in self._coverage]
         if uncovered:
             raise ValueError(f"Sketcher: parameters without a sketch rule: {uncovered}")
         self.small_map = SparseJL(max(self.n_small, 1), self.spec.k_small, self.spec.sjlt_nnz, self.spec.seed, "__small__")
+
+    def _share_inputs(self) -> None:
+        """Probe forward (2 tokens, no grad): Linear modules that receive the same input tensor get one
+        concatenated input projection (hooks.SharedInput; identity is re-checked at every call)."""
+        seen: dict[int, tuple[Tensor, list[LinearRule]]] = {}  # keeps inputs alive: ids stay unique
+
+        def record(rule: LinearRule, inputs: tuple) -> None:
+            seen.setdefault(id(inputs[0]), (inputs[0], []))[1].append(rule)
+
+        linear = [r for r in self.rules if isinstance(r, LinearRule) and isinstance(r.block.in_factor, GaussianFactor)]
+        handles = [r.module.register_forward_hook(lambda mod, inp, out, r=r: record(r, inp)) for r in linear]
+        try:
+            with torch.no_grad():
+                type(self.model).forward(self.model, input_ids=torch.zeros(1, 2, dtype=torch.long), use_cache=False)
+        except Exception:  # noqa: BLE001 - a model that cannot run the probe just keeps one matmul per module
+            return
+        finally:
+            for h in handles:
+                h.remove()
+        for _, group in seen.values():
+            if len(group) > 1 and len({id(r) for r in group}) == len(group):
+                SharedInput(group)
 
     def coverage(self) -> dict[str, str]:
         """Parameter name -> the block that sketches it ("matrix:<name>" or "small")."""
