@@ -40,6 +40,9 @@ class IdentityFactor:
     def __init__(self, d: int) -> None:
         self.d = self.k = d
 
+    def to(self, device: torch.device) -> "IdentityFactor":
+        return self
+
     def project(self, x: Tensor) -> Tensor:
         return x
 
@@ -54,6 +57,11 @@ class GaussianFactor:
         self.d, self.k = d, k
         gen = _generator(seed, name, role)
         self.matrix = torch.randn(d, k, generator=gen, dtype=torch.float32) / math.sqrt(k)
+
+    def to(self, device: torch.device) -> "GaussianFactor":
+        """Move to the model's device (generated on the CPU, so the same on every device)."""
+        self.matrix = self.matrix.to(device)
+        return self
 
     def project(self, x: Tensor) -> Tensor:
         return x @ self.matrix
@@ -70,6 +78,10 @@ class CountSketchFactor:
         gen = _generator(seed, name, role)
         self.bucket = torch.randint(0, k, (d,), generator=gen)
         self.sign = torch.randint(0, 2, (d,), generator=gen).to(torch.float32) * 2 - 1
+
+    def to(self, device: torch.device) -> "CountSketchFactor":
+        self.bucket, self.sign = self.bucket.to(device), self.sign.to(device)
+        return self
 
     def project(self, x: Tensor) -> Tensor:
         flat = x.reshape(-1, self.d)
@@ -119,6 +131,11 @@ class SparseJL:
             coo = torch.sparse_coo_tensor(torch.stack([rows, cols]), sign.reshape(-1), (k, d))
             self.matrix = coo.coalesce().to_sparse_csr()  # [k, d]
 
+    def to(self, device: torch.device) -> "SparseJL":
+        if not self.identity:
+            self.matrix = self.matrix.to(device)
+        return self
+
     def project(self, x: Tensor) -> Tensor:
         """x [B, d] -> [B, k]."""
         if self.identity:
@@ -151,10 +168,10 @@ class DenseGaussianProjector:
             raise ValueError(f"DenseGaussianProjector: gradient width {grads.shape[-1]} != p={self.p}")
         grads = grads.to(torch.float32)
         if self.cache:
-            if self._matrix is None:
-                self._matrix = self.matrix()
+            if self._matrix is None or self._matrix.device != grads.device:
+                self._matrix = self.matrix().to(grads.device)
             return grads @ self._matrix
         out = grads.new_zeros(grads.shape[0], self.k)
         for i, start in enumerate(range(0, self.p, self.chunk_rows)):
-            out += grads[:, start : start + self.chunk_rows] @ self._chunk(i)
+            out += grads[:, start : start + self.chunk_rows] @ self._chunk(i).to(grads.device)
         return out

@@ -60,6 +60,7 @@ class Sketcher:
         self.model, self.spec = model, spec
         self.names, self.shapes = reference.flat_parameters(model)
         self.n_params = sum(int(np.prod(s)) for s in self.shapes)
+        self.device = next(model.parameters()).device
         if spec.kind == "dense":
             self._dense = DenseGaussianProjector(self.n_params, spec.k, spec.seed)
             self.dim = spec.k
@@ -67,6 +68,8 @@ class Sketcher:
         self._build_layout()
         first = sum(b.size for b in self.blocks.values()) + self.small_map.k
         self.final = SparseJL(first, spec.k, spec.sjlt_nnz, spec.seed, "__final__") if spec.k else None
+        if self.final is not None:
+            self.final.to(self.device)
         self.first_dim = first
         self.dim = self.final.k if self.final is not None else first
 
@@ -122,11 +125,15 @@ class Sketcher:
                 self.rules.append(ScaleRule(module, use, small(module.weight)))
             else:
                 self.rules.append(GenericRule(module, use, {n: small(p) for n, p in own.items()}))
+        for block in self.blocks.values():
+            block.out_factor.to(self.device)
+            block.in_factor.to(self.device)
         self._share_inputs()
         uncovered = [n for n in self.names if n not in self._coverage]
         if uncovered:
             raise ValueError(f"Sketcher: parameters without a sketch rule: {uncovered}")
-        self.small_map = SparseJL(max(self.n_small, 1), self.spec.k_small, self.spec.sjlt_nnz, self.spec.seed, "__small__")
+        self.small_map = SparseJL(max(self.n_small, 1), spec.k_small, spec.sjlt_nnz, spec.seed, "__small__")
+        self.small_map.to(self.device)
 
     def _share_inputs(self) -> None:
         """Probe forward (2 tokens, no grad): Linear modules that receive the same input tensor get one
@@ -140,7 +147,8 @@ class Sketcher:
         handles = [r.module.register_forward_hook(lambda mod, inp, out, r=r: record(r, inp)) for r in linear]
         try:
             with torch.no_grad():
-                type(self.model).forward(self.model, input_ids=torch.zeros(1, 2, dtype=torch.long), use_cache=False)
+                ids = torch.zeros(1, 2, dtype=torch.long, device=self.device)
+                type(self.model).forward(self.model, input_ids=ids, use_cache=False)
         except Exception:  # noqa: BLE001 - a model that cannot run the probe just keeps one matmul per module
             return
         finally:
@@ -169,8 +177,8 @@ class Sketcher:
     def _finish(self, matrix: Mapping[str, Tensor], small: Tensor | None, batch: int, final: bool) -> Tensor:
         parts = []
         for name, block in self.blocks.items():
-            parts.append(matrix[name] if name in matrix else torch.zeros(batch, block.size))
-        small = small if small is not None else torch.zeros(batch, max(self.n_small, 1))
+            parts.append(matrix[name] if name in matrix else torch.zeros(batch, block.size, device=self.device))
+        small = small if small is not None else torch.zeros(batch, max(self.n_small, 1), device=self.device)
         parts.append(self.small_map.project(small))
         first = torch.cat(parts, dim=1)
         return self.final.project(first) if (final and self.final is not None) else first
@@ -178,7 +186,7 @@ class Sketcher:
     def project(self, grads: Tensor, final: bool = True) -> Tensor:
         """The sketch map S applied to explicit flat gradients [B, P] (order of `flat_parameters`).
         `sketch(batch)` equals `project(-per-rollout gradients)` up to float error."""
-        grads = grads.to(torch.float32)
+        grads = grads.to(device=self.device, dtype=torch.float32)
         if self.spec.kind == "dense":
             return self._dense.project(grads)
         views, start = {}, 0
@@ -197,7 +205,7 @@ class Sketcher:
     def sketch(self, batch: Mapping[str, Any], loss_fn: LossFn = policy_loss_terms,
                chunk_size: int | None = None) -> np.ndarray:
         """[B, k] float32 sketches of -grad(loss_i); `chunk_size` bounds the rows per backward."""
-        return self.sketch_torch(batch, loss_fn, chunk_size).numpy()
+        return self.sketch_torch(batch, loss_fn, chunk_size).cpu().numpy()
 
     def sketch_torch(self, batch: Mapping[str, Any], loss_fn: LossFn = policy_loss_terms,
                      chunk_size: int | None = None, final: bool = True) -> Tensor:
