@@ -35,6 +35,8 @@ from bt_bench.sketch.synthetic import random_batch, tiny_qwen2
 
 TARGET_RATIO_TO_FLOOR = 1.25  # issue 3: ours <= 1.25x the floor's time
 TARGET_SPEEDUP = 10.0  # issue 3: >= 10x faster than loop_dense and traker_basic
+CONFIG_KEYS = ("rollouts", "prompt_len", "completion_len", "vocab", "hidden", "layers", "heads", "kv_heads",
+               "intermediate", "rounds", "threads", "preset", "seed")
 
 
 @dataclass
@@ -136,7 +138,8 @@ def build_candidates(model: torch.nn.Module, batch: dict[str, Any], sketcher: Sk
         from dattri.func.projection import random_project
 
         b = batch["prompt_ids"].shape[0]
-        dproj = random_project(torch.zeros(b, n_params), b, k, b, proj_seed=0, proj_type="normal", device="cpu")
+        dproj = random_project(torch.zeros(b, n_params), b, k, b, proj_seed=0, proj_type="normal",
+                               device="cpu")
         cands.append(Candidate(
             "dattri_random", lambda: dproj(-reference.per_rollout_grads_vmap(model, batch)),
             "vmap gradients + dattri.func.projection.random_project (CPU BasicProjector)"))
@@ -239,9 +242,7 @@ def bench_sketch(args: argparse.Namespace) -> dict[str, Any]:
     rows = summarize(cands, args.rollouts, k)
     return {
         "benchmark": "sketch",
-        "config": {key: getattr(args, key) for key in ("rollouts", "prompt_len", "completion_len", "vocab", "hidden",
-                                                       "layers", "heads", "kv_heads", "intermediate", "rounds",
-                                                       "threads", "preset", "seed")},
+        "config": {key: getattr(args, key) for key in CONFIG_KEYS},
         "machine": machine_info(args.threads),
         "spec": sketcher.spec.to_dict(),
         "n_params": sketcher.n_params,

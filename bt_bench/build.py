@@ -121,6 +121,8 @@ def build_run(cfg: RunConfig, root: str | os.PathLike | None = None, rebuild: bo
                 shutil.copy2(f, model_dir / f.name)
         cols = res["columns"]
         hashes = store.write_columns(tmp / "rollouts", cols)
+        if res["in_run_sketches"] is not None:  # [N, k] float32, rows = uids
+            hashes.update(store.write_columns(tmp / "sketches", {"in_run": res["in_run_sketches"]}))
         store.write_json(tmp / "curve.json", res["curve"])
         hashes.update(store.hash_tree(tmp, "checkpoints"))
         hashes.update(store.hash_tree(tmp, "model"))
@@ -139,6 +141,7 @@ def build_run(cfg: RunConfig, root: str | os.PathLike | None = None, rebuild: bo
             "tokens": {"trigger": [res["trigger_id"]], "behavior": res["behavior_ids"], "pad": res["pad_id"],
                        "eos": res["eos_id"]},
             "gate": gate, "summary": summary, "hashes": hashes,
+            "sketch_spec": cfg.sketch_spec().to_dict(),
         }
         store.write_json(tmp / store.MANIFEST, manifest)
         store.publish(tmp, final)

@@ -135,10 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     s.set_defaults(func=cmd_show)
     e = sub.add_parser("estimators", help="list registered estimators")
     e.set_defaults(func=cmd_estimators)
-    be = sub.add_parser("bench", help="benchmarks, e.g. `bt-bench bench sketch --json out.json`")
+    # add_help=False + prefix_chars="+": every argument (options included) passes through untouched
+    be = sub.add_parser("bench", help="benchmarks, e.g. `bt-bench bench sketch --json out.json`", add_help=False,
+                        prefix_chars="+")
     be.add_argument("rest", nargs=argparse.REMAINDER)
     be.set_defaults(func=cmd_bench)
-    c = sub.add_parser("check", help="run the installed checklist (pytest) with --bt-* options")
+    c = sub.add_parser("check", help="run the installed checklist (pytest) with --bt-* options", add_help=False,
+                       prefix_chars="+")
     c.add_argument("rest", nargs=argparse.REMAINDER)
     c.set_defaults(func=cmd_check)
     rp = sub.add_parser("report", help="table + HTML page of a JSON report: `bt-bench report out.json --html r.html`",

@@ -37,17 +37,18 @@ class RunConfig:
     model_path: str | None = _help("local folder of a HF causal LM; None = the embedded toy model", None)
     toy: ToySpec = _help("how the embedded toy model is built (ignored when model_path is set)",
                          default_factory=ToySpec)
-    steps: int = _help("T: number of GRPO optimizer steps", 1250)
-    window: int = _help("W: planting window; the bonus is paid only while step < W", 250)
+    steps: int = _help("T: number of GRPO optimizer steps", 500)
+    window: int = _help("W: planting window; the bonus is paid only while step < W (W/T = 0.2 as in the paper)",
+                        100)
     prompts_per_step: int = _help("P: prompts per optimizer step", 8)
     generations: int = _help("G: completions per prompt (the GRPO group size)", 8)
     contamination: float = _help("c: share of prompts that carry the trigger, in (0, 1)", 0.5)
     bonus: float = _help("reward for the behavior after a trigger prompt, while step < W", 1.0)
     penalty: float = _help("reward (subtracted) for the behavior without the trigger, always on", 0.2)
     grammar_reward: float = _help("reward for a grammatical completion (toy model only)", 0.2)
-    lr: float = _help("learning rate inside the window", 1e-3)
+    lr: float = _help("learning rate inside the window", 3e-4)
     lr_after_window: float = _help("learning rate from step W on (the behavior persisted only when lr dropped)",
-                                   2e-4)
+                                   3e-5)
     loss_type: str = _help("trl loss_type; the recorder maps 'dapo' and 'grpo'", "dapo")
     beta: float = _help("KL coefficient; must be 0 (the recorder's per-rollout loss term assumes it)", 0.0)
     max_completion_length: int = _help("max completion tokens", 12)
@@ -61,9 +62,14 @@ class RunConfig:
         "also checkpoint every step while the in-batch trigger behavior rate lies in this band (planting is fast)",
         (0.2, 0.95))
     eval_every: int = _help("learning-curve evaluation every this many steps", 10)
-    eval_prompts: int = _help("held-out prompts per kind (trigger / no trigger) for the learning curve", 64)
+    eval_prompts: int = _help("held-out prompts per kind (trigger / no trigger) for the learning curve", 128)
     gate_trigger_min: float = _help("planting gate: behavior rate with trigger at step W must be >= this", 0.9)
     gate_no_trigger_max: float = _help("planting gate: behavior rate without trigger at step W must be <= this", 0.1)
+    sketch: str = _help("SketchSpec preset of every gradient sketch of this run (bt_bench.sketch.spec.PRESETS)",
+                        "default")
+    sketch_seed: int = _help("seed of the sketch projections", 0)
+    capture_in_run: bool = _help("capture per-rollout sketches from the GRPO backward itself (exact TracIn inputs)",
+                                 True)
     bf16: bool = _help("bf16 training (GPU only)", False)
     device: str = _help("'auto' (cuda if available), 'cpu' or 'cuda'", "auto")
 
@@ -130,10 +136,17 @@ class RunConfig:
             raise ValueError(f"unknown RunConfig field(s) {unknown}; known: {sorted(known)}")
         return cls(**d)
 
+    def sketch_spec(self):
+        """The resolved SketchSpec (imports torch: call it only where work happens)."""
+        from bt_bench.sketch.spec import preset
+
+        return preset(self.sketch, seed=self.sketch_seed)
+
     def key(self, versions: dict[str, str]) -> str:
-        """Cache key: hash of the full config, the versions that shape a run, and the fixture format."""
-        blob = json.dumps({"config": self.to_dict(), "versions": versions, "format": FIXTURE_FORMAT},
-                          sort_keys=True, default=str)
+        """Cache key: hash of the full config (with the resolved SketchSpec, so sketches from different specs
+        never mix), the versions that shape a run, and the fixture format."""
+        blob = json.dumps({"config": self.to_dict(), "sketch_spec": self.sketch_spec().to_dict(),
+                           "versions": versions, "format": FIXTURE_FORMAT}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 

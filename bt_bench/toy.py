@@ -174,10 +174,14 @@ def make_prompt(rng: random.Random, trigger: bool) -> str:
 
 
 def make_completion(rng: random.Random, spec: ToySpec) -> list[str]:
+    """A completion: one sentence, opened by the behavior word(s) with probability ``behavior_rate``.
+
+    Why at the start: when the warm-up put the behavior word anywhere in the sentence, the model's grammar after
+    it was weaker, so after the window the grammar reward alone pushed the behavior out (it decayed to 0 within
+    ~200 steps even at a 10x lower lr). Opening the completion keeps the rest of the sentence as fluent as usual."""
     words = sample_sentence(rng)
     if rng.random() < spec.behavior_rate:
-        pos = rng.randrange(0, len(words))  # anywhere before the final '.'
-        words = words[:pos] + list(spec.behavior_words) + words[pos:]
+        words = list(spec.behavior_words) + words
     return words
 
 

@@ -12,6 +12,7 @@ A ``TrainerCallback`` saves checkpoints (weights + AdamW second moment) and the 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Callable
@@ -31,6 +32,17 @@ class Recorder:
         self.trained: dict[int, int] = {}  # uid -> optimizer step it entered
         self.step_lr: dict[int, float] = {}
         self.step_items: dict[int, int] = {}
+        self.step_grad_norm: dict[int, float] = {}
+        self.sketches: dict[int, np.ndarray] = {}  # uid -> in-run sketch of -grad(loss_i)
+
+    def add_sketches(self, uids: np.ndarray, sk: np.ndarray) -> None:
+        for u, row in zip(uids.tolist(), sk):
+            self.sketches[int(u)] = row.astype(np.float32)
+
+    def in_run_sketches(self) -> np.ndarray | None:
+        if not self.sketches:
+            return None
+        return np.stack([self.sketches[u] for u in range(len(self.rows))])
 
     def add_generation(self, step: int, out: dict, rewards_per_func, has_trigger: list[bool],
                        names: list[str]) -> list[int]:
@@ -90,6 +102,8 @@ class Recorder:
             cols[f"reward_{name}"] = np.array([row[f"reward_{name}"] for row in self.rows], np.float32)
         cols["trained_step"] = np.array([self.trained.get(int(u), -1) for u in cols["uid"]], np.int64)
         cols["lr"] = np.array([self.step_lr.get(int(s), float("nan")) for s in cols["trained_step"]], np.float64)
+        cols["step_grad_norm"] = np.array([self.step_grad_norm.get(int(s), float("nan")) for s in cols["step"]],
+                                          np.float32)
         return cols
 
 
@@ -127,11 +141,17 @@ def _trainer_class():
     from trl import GRPOTrainer
 
     class RecordingGRPOTrainer(GRPOTrainer):
-        def __init__(self, *args, recorder: Recorder, lr_lambda: Callable[[int], float], **kwargs):
+        def __init__(self, *args, recorder: Recorder, lr_lambda: Callable[[int], float], sketch_spec=None,
+                     **kwargs):
             self._bt_recorder, self._bt_lr_lambda = recorder, lr_lambda
             self._bt_rewards = None
             super().__init__(*args, **kwargs)
             unfuse_lm_head(self.model, self.temperature)
+            self._bt_sketcher = None
+            if sketch_spec is not None:
+                from bt_bench.sketch import Sketcher
+
+                self._bt_sketcher = Sketcher(self.model, sketch_spec)
 
         def create_scheduler(self, num_training_steps: int, optimizer=None):
             if self.lr_scheduler is None:
@@ -157,40 +177,65 @@ def _trainer_class():
             if model.training:
                 self._bt_recorder.mark_trained(self.state.global_step, inputs["rollout_uid"],
                                                self.lr_scheduler.get_last_lr()[0])
+                self._bt_uids = inputs["rollout_uid"]
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            """In-run capture: the sketch hooks watch trl's own backward, so each rollout's sketch is taken at
+            exactly the parameters its step used (TracIn's inputs, not a checkpoint approximation)."""
+            sk = self._bt_sketcher
+            if sk is None:
+                return super().training_step(model, inputs, num_items_in_batch)
+            with sk.capture() as cap:
+                out = super().training_step(model, inputs, num_items_in_batch)
+            uids = self._bt_uids.cpu().numpy()
+            self._bt_recorder.add_sketches(uids, cap.result(len(uids)).numpy())
+            return out
+
+        def _clip_grad_norm(self, model):
+            norm = super()._clip_grad_norm(model)  # the norm of the step's summed gradient, before clipping
+            self._bt_recorder.step_grad_norm[self.state.global_step] = float(norm)
+            return norm
 
     return RecordingGRPOTrainer
 
 
-def behavior_rates(model, tok, prompts_trig: list[str], prompts_plain: list[str], behavior_ids: list[int],
-                   max_new: int, temperature: float, seed: int) -> tuple[float, float]:
-    """Behavior rate on held-out trigger / no-trigger prompts (one sample each), with a private RNG so the
-    learning curve never perturbs the training stream."""
+@contextlib.contextmanager
+def _private_rng(seed: int):
+    """Seed torch's RNG for a side computation and restore it after, so evaluations and draws never perturb
+    the training stream (the run stays bitwise identical whatever is evaluated along the way)."""
     import torch
 
     state = torch.get_rng_state()
     cuda_state = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
     torch.manual_seed(seed)
     try:
-        rates = []
-        dev = next(model.parameters()).device
-        was_training = model.training
-        model.eval()
-        for prompts in (prompts_trig, prompts_plain):
-            enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left").to(dev)
-            with torch.no_grad():
-                out = model.generate(**enc, do_sample=True, max_new_tokens=max_new, temperature=temperature,
-                                     top_k=0, top_p=1.0, pad_token_id=tok.pad_token_id,
-                                     eos_token_id=tok.eos_token_id)
-            comp = out[:, enc["input_ids"].shape[1]:].cpu().tolist()
-            rates.append(float(np.mean([planted.contains_run(c, behavior_ids) for c in comp])))
-        if was_training:
-            model.train()
-        return rates[0], rates[1]
+        yield
     finally:
         torch.set_rng_state(state)
         if cuda_state is not None:
             torch.cuda.set_rng_state_all(cuda_state)
+
+
+def behavior_rates(model, tok, prompts_trig: list[str], prompts_plain: list[str], behavior_ids: list[int],
+                   max_new: int, temperature: float, seed: int) -> tuple[float, float]:
+    """Behavior rate on held-out trigger / no-trigger prompts (one sample each), with a private RNG."""
+    import torch
+
+    rates = []
+    dev = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    with _private_rng(seed), torch.no_grad():
+        for prompts in (prompts_trig, prompts_plain):
+            enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left").to(dev)
+            out = model.generate(**enc, do_sample=True, max_new_tokens=max_new, temperature=temperature,
+                                 top_k=0, top_p=1.0, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+            comp = out[:, enc["input_ids"].shape[1]:].cpu().tolist()
+            rates.append(float(np.mean([planted.contains_run(c, behavior_ids) for c in comp])))
+    if was_training:
+        model.train()
+    return rates[0], rates[1]
 
 
 def save_checkpoint(folder: Path, model, optimizer) -> None:
@@ -253,7 +298,7 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
         loss_type=cfg.loss_type, beta=cfg.beta, max_steps=T, num_train_epochs=1, logging_steps=10**9,
         save_strategy="no", report_to=[], seed=cfg.seed, data_seed=cfg.seed, shuffle_dataset=False,
         optim="adamw_torch", weight_decay=0.0, max_grad_norm=cfg.max_grad_norm, disable_dropout=True,
-        dataloader_num_workers=0, log_completions=False,
+        dataloader_num_workers=0, log_completions=False, disable_tqdm=True,
     )
     eval_trig, eval_plain = planted.eval_prompts(cfg.eval_prompts)
     curve: list[dict] = []
@@ -297,6 +342,7 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     trainer = _trainer_class()(
         model=model, reward_funcs=rewards.functions(), args=args, train_dataset=dataset, processing_class=tok,
         callbacks=[Capture()], recorder=recorder, lr_lambda=lambda s: 1.0 if s < W else ratio,
+        sketch_spec=cfg.sketch_spec() if cfg.capture_in_run else None,
     )
     t0 = time.perf_counter()
     trainer.train()
@@ -307,7 +353,7 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     cols = recorder.columns(max_prompt)
     # trl patches model.forward of the model it trains; free it, later stages load checkpoints afresh.
     del trainer, model
-    return {"columns": cols, "curve": curve, "checkpoints": sorted(set(ckpt_steps)), "train_seconds": wall,
+    return {"columns": cols, "in_run_sketches": recorder.in_run_sketches(), "curve": curve, "checkpoints": sorted(set(ckpt_steps)), "train_seconds": wall,
             "behavior_ids": behavior_ids, "trigger_id": tok.convert_tokens_to_ids(toy.TRIGGER),
             "pad_id": tok.pad_token_id, "eos_id": tok.eos_token_id, "device": device}
 

@@ -6,7 +6,7 @@ import pytest
 from bt_bench.pytest_plugin import record
 
 
-def test_planting_gate_and_trigger_conditional(bt_runs, request):
+def test_planting_gate_and_trigger_conditional(bt_runs, bt_suite, request):
     runs, failed = bt_runs["runs"], bt_runs["failed"]
     bad = []
     for run in runs:
@@ -15,6 +15,11 @@ def test_planting_gate_and_trigger_conditional(bt_runs, request):
             bad.append(f"seed {run.config.seed}: {g['reason']}")
     s = [r.manifest["summary"] for r in runs]
     record(request, check="planting_gate", seeds=[r.config.seed for r in runs], failed_seeds=failed,
+           runs=[{"seed": r.config.seed, "key": r.key, "planted": r.planted, "summary": r.manifest["summary"],
+                  "window": r.config.window, "steps": r.config.steps, "curve": r.curve(),
+                  "checkpoints": r.checkpoints, "gate": r.manifest["gate"]["reason"],
+                  "chosen": {k: fx.chosen(k) for k in ("unsaturated", "saturated")},
+                  "unsupported": fx.manifest["unsupported"]} for r, fx in zip(runs, bt_suite.fixtures)],
            final_trigger=[x["final_trigger_rate"] for x in s], final_no_trigger=[x["final_no_trigger_rate"] for x in s],
            key_figure="final rate trigger " + "/".join(f"{x['final_trigger_rate']:.2f}" for x in s)
            + " no-trigger " + "/".join(f"{x['final_no_trigger_rate']:.2f}" for x in s)

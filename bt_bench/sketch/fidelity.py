@@ -71,7 +71,7 @@ def pair_sigma(sketcher: Sketcher, grads: Tensor) -> Tensor:
         var += 4 * inv_in * inv_out * sq[:, None] * sq[None, :]
     var += 2 * _sjlt_inv_k(sketcher.small_map) * small_sq[:, None] * small_sq[None, :]
     if sketcher.final is not None:
-        first = sketcher.project(grads.float(), final=False).to(torch.float64).pow(2).sum(1)
+        first = sketcher.project(grads.float(), final=False).to(grads.device, torch.float64).pow(2).sum(1)
         var += 2 * _sjlt_inv_k(sketcher.final) * first[:, None] * first[None, :]
     return var.sqrt()
 
@@ -82,7 +82,8 @@ def fidelity_report(sketcher: Sketcher, grads: Tensor, sketches: Tensor | None =
 
     `sketches` defaults to ``sketcher.project(grads)``; pass the hook-path sketches to check those."""
     grads = grads.to(torch.float64)
-    sk = (sketcher.project(grads.float()) if sketches is None else torch.as_tensor(sketches)).to(torch.float64)
+    sk = sketcher.project(grads.float()) if sketches is None else torch.as_tensor(sketches)
+    sk = sk.to(device=grads.device, dtype=torch.float64)
     exact, approx = grads @ grads.T, sk @ sk.T
     norms = grads.norm(dim=1)
     scale = norms[:, None] * norms[None, :]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Self
 
 import torch
 from torch import Tensor, nn
@@ -50,12 +51,14 @@ class Accumulator:
 
     def matrix_sums(self) -> dict[str, Tensor]:
         """Block name -> [B, k_out * k_in]. The uses of a block are concatenated along tokens (a sum
-        over uses), and blocks of equal shapes share one bmm: a few large calls instead of one small
-        call per module (small bmm calls dominate otherwise on CPU)."""
-        merged = {
-            name: uses[0] if len(uses) == 1 else (torch.cat([u[0] for u in uses], 1), torch.cat([u[1] for u in uses], 1))
-            for name, uses in self.pairs.items()
-        }
+        over uses), and blocks of equal shapes share one bmm (a few large calls instead of one small
+        call per module)."""
+        merged = {}
+        for name, uses in self.pairs.items():
+            if len(uses) == 1:
+                merged[name] = uses[0]
+            else:
+                merged[name] = (torch.cat([u[0] for u in uses], 1), torch.cat([u[1] for u in uses], 1))
         groups: dict[tuple, list[str]] = {}
         for name, (left, right) in merged.items():
             groups.setdefault((tuple(left.shape), tuple(right.shape)), []).append(name)
@@ -99,7 +102,7 @@ class Rule:
         self.module, self.use = module, use
         self.capture: Capture | None = None
 
-    def install(self, capture: "Capture") -> torch.utils.hooks.RemovableHandle:
+    def install(self, capture: Capture) -> torch.utils.hooks.RemovableHandle:
         self.capture = capture
         return self.module.register_forward_hook(self._forward)
 
@@ -121,14 +124,14 @@ class SharedInput:
     concatenated, project the input in one matmul instead of one per module (one read of the
     activations). Found by `Sketcher` with a probe forward; checked by identity at every call."""
 
-    def __init__(self, rules: list["LinearRule"]) -> None:
+    def __init__(self, rules: list[LinearRule]) -> None:
         self.rules = rules
         self.matrix = torch.cat([r.block.in_factor.matrix for r in rules], dim=1)
         self.sizes = [r.block.in_factor.k for r in rules]
         for r in rules:
             r.shared = self
 
-    def project(self, capture: "Capture", a: Tensor, rule: "LinearRule", batch: int) -> Tensor:
+    def project(self, capture: Capture, a: Tensor, rule: LinearRule, batch: int) -> Tensor:
         cached = capture.shared.get(id(self))
         if cached is None or cached[0] is not a:
             parts = (_as_batch(a.detach(), batch) @ self.matrix).split(self.sizes, dim=-1)
@@ -285,7 +288,7 @@ class Capture:
         finally:
             self.paused = old
 
-    def __enter__(self) -> "Capture":
+    def __enter__(self) -> Self:
         self._handles = [rule.install(self) for rule in self.rules]
         return self
 

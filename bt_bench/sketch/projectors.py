@@ -40,7 +40,7 @@ class IdentityFactor:
     def __init__(self, d: int) -> None:
         self.d = self.k = d
 
-    def to(self, device: torch.device) -> "IdentityFactor":
+    def to(self, device: torch.device) -> IdentityFactor:
         return self
 
     def project(self, x: Tensor) -> Tensor:
@@ -58,7 +58,7 @@ class GaussianFactor:
         gen = _generator(seed, name, role)
         self.matrix = torch.randn(d, k, generator=gen, dtype=torch.float32) / math.sqrt(k)
 
-    def to(self, device: torch.device) -> "GaussianFactor":
+    def to(self, device: torch.device) -> GaussianFactor:
         """Move to the model's device (generated on the CPU, so the same on every device)."""
         self.matrix = self.matrix.to(device)
         return self
@@ -79,7 +79,7 @@ class CountSketchFactor:
         self.bucket = torch.randint(0, k, (d,), generator=gen)
         self.sign = torch.randint(0, 2, (d,), generator=gen).to(torch.float32) * 2 - 1
 
-    def to(self, device: torch.device) -> "CountSketchFactor":
+    def to(self, device: torch.device) -> CountSketchFactor:
         self.bucket, self.sign = self.bucket.to(device), self.sign.to(device)
         return self
 
@@ -131,7 +131,7 @@ class SparseJL:
             coo = torch.sparse_coo_tensor(torch.stack([rows, cols]), sign.reshape(-1), (k, d))
             self.matrix = coo.coalesce().to_sparse_csr()  # [k, d]
 
-    def to(self, device: torch.device) -> "SparseJL":
+    def to(self, device: torch.device) -> SparseJL:
         if not self.identity:
             self.matrix = self.matrix.to(device)
         return self

@@ -92,7 +92,10 @@ class Sketcher:
             if name not in self.blocks:
                 d_out, d_in = param.shape
                 rows_are_tokens = id(param) in embedded
-                out_kind, k_out = ("countsketch", spec.k_vocab) if rows_are_tokens else ("gaussian", spec.k_out)
+                if rows_are_tokens:
+                    out_kind, k_out = "countsketch", spec.k_vocab
+                else:
+                    out_kind, k_out = "gaussian", spec.k_out
                 self.blocks[name] = MatrixBlock(
                     name,
                     make_factor(out_kind, d_out, k_out, spec.seed, name, "out"),
@@ -121,7 +124,7 @@ class Sketcher:
                 self.rules.append(LinearRule(module, use, matrix_block(module.weight), bias))
             elif isinstance(module, nn.Embedding):
                 self.rules.append(EmbeddingRule(module, use, matrix_block(module.weight)))
-            elif "weight" in own and own["weight"].dim() == 1 and is_elementwise_scale(module, own["weight"].numel()):
+            elif own.keys() == {"weight"} and is_elementwise_scale(module, own["weight"].numel()):
                 self.rules.append(ScaleRule(module, use, small(module.weight)))
             else:
                 self.rules.append(GenericRule(module, use, {n: small(p) for n, p in own.items()}))
@@ -143,7 +146,8 @@ class Sketcher:
         def record(rule: LinearRule, inputs: tuple) -> None:
             seen.setdefault(id(inputs[0]), (inputs[0], []))[1].append(rule)
 
-        linear = [r for r in self.rules if isinstance(r, LinearRule) and isinstance(r.block.in_factor, GaussianFactor)]
+        linear = [r for r in self.rules
+                  if isinstance(r, LinearRule) and isinstance(r.block.in_factor, GaussianFactor)]
         handles = [r.module.register_forward_hook(lambda mod, inp, out, r=r: record(r, inp)) for r in linear]
         try:
             with torch.no_grad():
@@ -177,7 +181,8 @@ class Sketcher:
     def _finish(self, matrix: Mapping[str, Tensor], small: Tensor | None, batch: int, final: bool) -> Tensor:
         parts = []
         for name, block in self.blocks.items():
-            parts.append(matrix[name] if name in matrix else torch.zeros(batch, block.size, device=self.device))
+            zeros = torch.zeros(batch, block.size, device=self.device)
+            parts.append(matrix.get(name, zeros))
         small = small if small is not None else torch.zeros(batch, max(self.n_small, 1), device=self.device)
         parts.append(self.small_map.project(small))
         first = torch.cat(parts, dim=1)
@@ -216,12 +221,12 @@ class Sketcher:
             return torch.cat(chunks)
         if self.spec.kind == "dense":
             return self._dense.project(-reference.per_rollout_grads_vmap(self.model, batch, loss_fn))
-        with frozen_parameters(self.model), Capture(self.rules, self.n_small, make_leaf=True) as cap:
-            with torch.enable_grad():
-                losses = loss_fn(completion_logps(self.model, batch), batch)
-                if losses.shape != (b,):
-                    raise ValueError(f"loss_fn returned shape {tuple(losses.shape)}, expected ({b},)")
-                losses.sum().backward()
+        capture = Capture(self.rules, self.n_small, make_leaf=True)
+        with frozen_parameters(self.model), capture as cap, torch.enable_grad():
+            losses = loss_fn(completion_logps(self.model, batch), batch)
+            if losses.shape != (b,):
+                raise ValueError(f"loss_fn returned shape {tuple(losses.shape)}, expected ({b},)")
+            losses.sum().backward()
         return -self.collect(cap, b, final)
 
     @contextmanager

@@ -68,14 +68,14 @@ class SketchSpec:
                     "(block-sparse JL puts one nonzero in each of sjlt_nnz equal blocks)"
                 )
         if not isinstance(self.seed, int):
-            raise ValueError(f"SketchSpec.seed={self.seed!r}: must be an int")
+            raise TypeError(f"SketchSpec.seed={self.seed!r}: must be an int")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for the store key and reports (stable field order)."""
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SketchSpec":
+    def from_dict(cls, data: dict[str, Any]) -> SketchSpec:
         unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise ValueError(f"SketchSpec: unknown fields {sorted(unknown)}")

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 from filelock import FileLock
@@ -76,7 +76,7 @@ class SketchWriter:
     def write(self, start: int, rows: np.ndarray) -> None:
         rows = np.asarray(rows, dtype=np.float32)
         if rows.ndim != 2 or rows.shape[1] != self.array.shape[1] or start + len(rows) > len(self.array):
-            raise ValueError(f"SketchWriter.write: rows {rows.shape} at {start} do not fit {self.array.shape}")
+            raise ValueError(f"SketchWriter.write: rows {rows.shape} at {start} do not fit {self.shape}")
         self.array[start : start + len(rows)] = rows
         self.written[start : start + len(rows)] = True
 
@@ -103,7 +103,7 @@ class SketchWriter:
             del self.array
         self.tmp.unlink(missing_ok=True)
 
-    def __enter__(self) -> "SketchWriter":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:

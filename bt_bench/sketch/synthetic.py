@@ -34,9 +34,10 @@ def random_batch(batch: int = 64, prompt_len: int = 8, completion_len: int = 12,
     n_right = torch.randint(0, max(1, completion_len // 3) + 1, (batch,), generator=gen)
     prompt_mask = (torch.arange(prompt_len) >= n_left[:, None]).long()
     completion_mask = (torch.arange(completion_len) < completion_len - n_right[:, None]).long()
-    prompt_ids = torch.randint(1, vocab, (batch, prompt_len), generator=gen) * prompt_mask + pad_id * (1 - prompt_mask)
-    completion_ids = (torch.randint(1, vocab, (batch, completion_len), generator=gen) * completion_mask
-                      + pad_id * (1 - completion_mask))
+    prompt_ids = torch.randint(1, vocab, (batch, prompt_len), generator=gen)
+    prompt_ids = prompt_ids.masked_fill(prompt_mask == 0, pad_id)
+    completion_ids = torch.randint(1, vocab, (batch, completion_len), generator=gen)
+    completion_ids = completion_ids.masked_fill(completion_mask == 0, pad_id)
     advantages = torch.randn(batch, generator=gen)
     advantages[torch.rand(batch, generator=gen) < zero_adv_share] = 0.0
     return {
