@@ -18,17 +18,17 @@ import pytest
 import torch
 
 from bt_bench.sketch import (
-    SketchSpec,
     Sketcher,
+    SketchSpec,
     completion_logps,
     policy_loss_terms,
     preset,
+    reference,
     sequence_logprob_terms,
     slice_batch,
     token_logprob_terms,
 )
 from bt_bench.sketch import hooks as hooks_mod
-from bt_bench.sketch import reference
 from bt_bench.sketch.fidelity import fidelity_report
 from bt_bench.sketch.projectors import DenseGaussianProjector, SparseJL, stable_seed
 from bt_bench.sketch.storage import SketchWriter, open_sketches, read_manifest, spec_key, write_sketches
@@ -80,7 +80,8 @@ def _fake_grpo_trainer(model, loss_type):
         current_gradient_accumulation_steps=1, _entropy_bonus_enabled=False,
         _metrics=defaultdict(lambda: defaultdict(list)),
     )
-    fake._get_per_token_logps_and_entropies = types.MethodType(GRPOTrainer._get_per_token_logps_and_entropies, fake)
+    fake._get_per_token_logps_and_entropies = types.MethodType(
+        GRPOTrainer._get_per_token_logps_and_entropies, fake)
     return fake
 
 
@@ -98,7 +99,8 @@ def test_logps_match_trl_fused_head(model, batch):
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
     mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
     with torch.no_grad():
-        theirs, _, _ = fake._get_per_token_logps_and_entropies(patched, ids, mask, batch["completion_ids"].shape[1])
+        lc = batch["completion_ids"].shape[1]
+        theirs, _, _ = fake._get_per_token_logps_and_entropies(patched, ids, mask, lc)
         ours = completion_logps(model, batch)
         ours_on_patched = completion_logps(patched, batch)  # class forward: the instance patch is bypassed
     cm = batch["completion_mask"].bool()
@@ -321,7 +323,8 @@ def test_token_restricted_sketch_sign_and_support(model, batch):
     b["token_mask"] = mask * b["completion_mask"]
     m = copy.deepcopy(model)
     s = torch.from_numpy(Sketcher(m, preset("exact")).sketch(b, loss_fn=token_logprob_terms))
-    none = Sketcher(m, preset("default")).sketch(dict(b, token_mask=torch.zeros_like(mask)), loss_fn=token_logprob_terms)
+    no_tokens = dict(b, token_mask=torch.zeros_like(mask))
+    none = Sketcher(m, preset("default")).sketch(no_tokens, loss_fn=token_logprob_terms)
     assert np.all(none == 0)
     # Exact spec: the sketch of row 0 is a permutation of grad(logp at position 1); step along it.
     exact = -reference.per_rollout_grads_loop(m, b, token_logprob_terms)
@@ -393,16 +396,16 @@ def test_storage_roundtrip_atomic_and_spec_guard(tmp_path):
     with pytest.raises(ValueError, match="spec"):
         open_sketches(tmp_path, "inrun", preset("default"))
     # A failed or incomplete writer publishes nothing.
-    with pytest.raises(RuntimeError):
-        with SketchWriter(tmp_path, "partial", 4, 512, spec) as w:
-            w.write(0, x[:2])
-            raise RuntimeError("crash mid-write")
+    with pytest.raises(RuntimeError), SketchWriter(tmp_path, "partial", 4, 512, spec) as w:
+        w.write(0, x[:2])
+        raise RuntimeError("crash mid-write")
     w = SketchWriter(tmp_path, "short", 4, 512, spec)
     w.write(0, x[:2])
     with pytest.raises(ValueError, match="never written"):
         w.close()
     w.abort()
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == ["inrun.npy", "sketches.json"]
+    published = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock"))
+    assert published == ["inrun.npy", "sketches.json"]
     with SketchWriter(tmp_path, "streamed", 4, 512, spec) as w:
         w.write(2, x[2:4])
         w.write(0, x[:2])
