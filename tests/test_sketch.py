@@ -119,6 +119,10 @@ def test_rollout_gradients_sum_to_trl_compute_loss(model, batch, loss_type):
     GRPOTrainer._compute_loss(_fake_grpo_trainer(patched, loss_type), patched, b).backward()
     trl_grad = torch.cat([p.grad.reshape(-1) for _, p in patched.named_parameters()])
     assert rel(per_rollout.sum(0), trl_grad) <= 1e-5
+    # The per-step sketch (sum of the rollout sketches) is the sketch of the step's actual update direction.
+    sk = Sketcher(model, preset("default"))
+    step = torch.from_numpy(sk.sketch(b)).sum(0, keepdim=True)
+    assert rel(step, sk.project(-trl_grad.unsqueeze(0))) <= 1e-5
 
 
 def test_loop_and_vmap_agree(model, batch, grads):

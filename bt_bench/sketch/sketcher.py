@@ -14,6 +14,7 @@ did not fire in a sketch raises (e.g. a patched forward that bypasses the LM hea
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -150,7 +151,8 @@ class Sketcher:
                   if isinstance(r, LinearRule) and isinstance(r.block.in_factor, GaussianFactor)]
         handles = [r.module.register_forward_hook(lambda mod, inp, out, r=r: record(r, inp)) for r in linear]
         try:
-            with torch.no_grad():
+            with torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # e.g. reentrant checkpointing warns about no-grad inputs
                 ids = torch.zeros(1, 2, dtype=torch.long, device=self.device)
                 type(self.model).forward(self.model, input_ids=ids, use_cache=False)
         except Exception:  # noqa: BLE001 - a model that cannot run the probe just keeps one matmul per module
