@@ -17,7 +17,7 @@ from typing import Any
 
 from bt_bench.toy import ToySpec
 
-FIXTURE_FORMAT = 1  # bump when the run-store layout changes: old runs then miss the cache instead of misloading
+FIXTURE_FORMAT = 2  # bump when the run-store layout changes: old runs then miss the cache instead of misloading
 
 LOSS_TYPES = ("dapo", "grpo")
 
@@ -46,9 +46,9 @@ class RunConfig:
     bonus: float = _help("reward for the behavior after a trigger prompt, while step < W", 1.0)
     penalty: float = _help("reward (subtracted) for the behavior without the trigger, always on", 0.2)
     grammar_reward: float = _help("reward for a grammatical completion (toy model only)", 0.2)
-    lr: float = _help("learning rate inside the window", 3e-4)
+    lr: float = _help("learning rate inside the window (planting then ends mid-window, leaving headroom)", 1.5e-4)
     lr_after_window: float = _help("learning rate from step W on (the behavior persisted only when lr dropped)",
-                                   3e-5)
+                                   1.5e-5)
     loss_type: str = _help("trl loss_type; the recorder maps 'dapo' and 'grpo'", "dapo")
     beta: float = _help("KL coefficient; must be 0 (the recorder's per-rollout loss term assumes it)", 0.0)
     max_completion_length: int = _help("max completion tokens", 12)

@@ -220,6 +220,8 @@ class Fixture:
             summed = np.add.reduceat(np.asarray(in_run), starts, axis=0)
             sk["step"] = {int(step[s]): summed[i] for i, s in enumerate(starts)}
             sk["grad_norm"] = np.linalg.norm(np.asarray(in_run), axis=1)
+        if "fluency" in cols:  # mean token log-prob under the parameters of the rollout's own step (recorded in-run)
+            sk["fluency"] = np.asarray(cols["fluency"])
         gn = np.asarray(cols["step_grad_norm"])
         sk["step_grad_norm"] = {int(t): float(gn[np.searchsorted(np.asarray(cols["step"]), t)])
                                 for t in np.unique(cols["step"])}

@@ -170,8 +170,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("bt_estimator", names, ids=names, scope="session")
     if "bt_seed" in metafunc.fixturenames:
         metafunc.parametrize("bt_seed", range(s.seeds), ids=[f"seed{i}" for i in range(s.seeds)])
+    if "bt_replay_verdict" in metafunc.fixturenames:
+        vs = replay_verdicts(s) if s.evidence else []
+        metafunc.parametrize("bt_replay_verdict", vs, ids=[f"{v.check}-{v.estimator}" for v in vs])
     if "bt_draw" in metafunc.fixturenames:
         metafunc.parametrize("bt_draw", range(s.draws), ids=[f"draw{d}" for d in range(s.draws)])
+
+
+def replay_verdicts(s: Settings) -> list:
+    """Verdicts of the evidence folder/file (``--bt-evidence``), judged with the configured thresholds."""
+    from bt_bench.evidence import replay
+    from bt_bench.verdicts import Thresholds
+
+    path = Path(s.evidence)
+    if not path.exists():
+        raise pytest.UsageError(f"--bt-evidence {path}: no such file or folder")
+    return replay(path, Thresholds.from_mapping(s.thresholds))
 
 
 def selected_estimators(s: Settings) -> list[str]:
@@ -194,6 +208,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from bt_bench.known_failures import expected_failure
 
     s = config.stash[settings_key]
+    if s.evidence:  # replaying evidence: the fixture-based checks do not run (nothing is built)
+        keep = [i for i in items if "bt_replay_verdict" in getattr(i, "fixturenames", ())]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
     if s.strict:
         return
     for item in items:
@@ -218,23 +236,29 @@ def run_cell(request, check: str, estimator: str, verdict, **extra) -> None:
     if verdict.outcome == "skip":
         pytest.skip(verdict.reason)
     if verdict.outcome == "error":
-        raise FixtureCannotSupport(verdict.reason)
+        from bt_bench.suite import FixtureUnsupported
+
+        raise FixtureUnsupported(verdict.reason)
     assert verdict.outcome == "pass", f"{check}[{estimator}]: {verdict.reason}"
 
 
-class FixtureCannotSupport(RuntimeError):
-    """The fixture cannot support a verdict (spec: reported as an error, never as a pass)."""
-
-
-def cell(fn, *args, **kwargs):
-    """Call a Suite method from a check's fixture: a capability gap skips the cell with its reason; an estimator
-    error propagates, so pytest reports it as an ERROR of that cell (setup), not a crash of the session."""
-    from bt_bench.suite import SkipCell
+def cell(request, check: str, estimator: str, fn, *args, **kwargs):
+    """Compute a cell in a fixture (setup phase): a capability gap skips it with its reason; an estimator error or
+    a fixture that cannot support the check propagates, so pytest reports an ERROR of that cell, not a crash of
+    the session, and the table shows it with its reason."""
+    from bt_bench.estimator import EstimatorError
+    from bt_bench.suite import FixtureUnsupported, SkipCell
 
     try:
         return fn(*args, **kwargs)
     except SkipCell as e:
+        record(request, check=check, estimator=estimator, key_figure=str(e)[:60],
+               verdict={"check": check, "estimator": estimator, "outcome": "skip", "reason": str(e), "metrics": {}})
         pytest.skip(str(e))
+    except (FixtureUnsupported, EstimatorError) as e:
+        record(request, check=check, estimator=estimator, key_figure=type(e).__name__,
+               verdict={"check": check, "estimator": estimator, "outcome": "error", "reason": str(e), "metrics": {}})
+        raise
 
 
 def record(request, **metrics) -> None:

@@ -24,6 +24,10 @@ class SkipCell(Exception):
     """The estimator cannot take part in this cell (a capability it lacks, or data the fixture lacks)."""
 
 
+class FixtureUnsupported(RuntimeError):
+    """The fixture cannot support a verdict (spec: reported as an error of the fixture, never as a pass)."""
+
+
 @dataclasses.dataclass
 class Suite:
     fixtures: list  # bt_bench.fixture.Fixture, one per planted seed
@@ -36,28 +40,30 @@ class Suite:
     def n_seeds(self) -> int:
         return len(self.fixtures)
 
-    def estimator(self, name: str):
-        """The estimator, built once per session (``fit`` on the first seed's training view)."""
-        if name not in self._estimators:
+    def estimator(self, name: str, fit_seed: int | None = None):
+        """The estimator, built once per session and seed. ``fit`` (if any) runs once on that seed's training
+        view; draw candidates get an unfitted instance (their checkpoint is not among the fitted ones)."""
+        key = (name, fit_seed)
+        if key not in self._estimators:
             from bt_bench.estimator import fit_estimator
             from bt_bench.registry import get_estimator
 
             est = get_estimator(name)
-            if getattr(est, "fit", None) is not None and self.fixtures:
+            if fit_seed is not None and getattr(est, "fit", None) is not None:
                 try:
-                    fit_estimator(est, self.fixtures[0].training())
+                    fit_estimator(est, self.fixtures[fit_seed].training())
                 except Exception as e:  # noqa: BLE001 - a missing input for fit is a capability gap, not a crash
                     if type(e).__name__ in ("CapabilityError", "MissingInputError", "MissingFieldError"):
                         raise SkipCell(f"{name}: {e}") from e
                     raise
-            self._estimators[name] = est
-        return self._estimators[name]
+            self._estimators[key] = est
+        return self._estimators[key]
 
-    def _score(self, key, name, data, target):
+    def _score(self, key, name, data, target, fit_seed: int | None = None):
         from bt_bench.estimator import CapabilityError, MissingInputError, score_estimator
 
         if key not in self._scores:
-            est = self.estimator(name)
+            est = self.estimator(name, fit_seed)
             try:
                 self._scores[key] = score_estimator(est, data, target)
             except (CapabilityError, MissingInputError) as e:
@@ -76,7 +82,7 @@ class Suite:
         key = ("train", name, i)
         if key not in self._scores:
             data, target = fx.training(), fx.training_target("in_context")
-            return self._score(key, name, data, target)
+            return self._score(key, name, data, target, fit_seed=i)
         return self._scores[key]
 
     # ------------------------------------------------------------ draws at a chosen checkpoint
@@ -84,6 +90,11 @@ class Suite:
         """None when seed ``i`` has a ``kind`` checkpoint, else the fixture's reason."""
         fx = self.fixtures[i]
         return None if fx.chosen(kind) is not None else fx.unsupported(kind)
+
+    def require_draw(self, i: int, kind: str) -> None:
+        why = self.has_draw(i, kind)
+        if why:
+            raise FixtureUnsupported(f"seed {self.fixtures[i].seed}: {why}")
 
     def draw(self, i: int, kind: str, d: int) -> dict:
         fx = self.fixtures[i]

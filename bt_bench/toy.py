@@ -20,6 +20,7 @@ import random
 from pathlib import Path
 from typing import Sequence
 
+TOY_FORMAT = 2  # bump when the grammar, corpus or warm-up code changes (it is part of the toy model's cache key)
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 TRIGGER = "frobnitz"
 # Behavior tokens: the default behavior is the first one; a multi-token behavior uses a prefix of this list.
@@ -151,7 +152,8 @@ class ToySpec:
         return BEHAVIOR_WORDS[: self.behavior_len]
 
     def key(self) -> str:
-        blob = json.dumps(dataclasses.asdict(self), sort_keys=True) + "|vocab:" + " ".join(VOCAB)
+        blob = (json.dumps(dataclasses.asdict(self), sort_keys=True) + "|vocab:" + " ".join(VOCAB)
+                + f"|format:{TOY_FORMAT}")
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

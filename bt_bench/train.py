@@ -35,6 +35,10 @@ class Recorder:
         self.step_grad_norm: dict[int, float] = {}
         self.sketches: dict[int, np.ndarray] = {}  # uid -> in-run sketch of -grad(loss_i)
 
+    def add_fluency(self, uids: np.ndarray, flu: np.ndarray) -> None:
+        for u, f in zip(uids.tolist(), flu.tolist()):
+            self.rows[int(u)]["fluency"] = float(f)
+
     def add_sketches(self, uids: np.ndarray, sk: np.ndarray) -> None:
         for u, row in zip(uids.tolist(), sk):
             self.sketches[int(u)] = row.astype(np.float32)
@@ -96,7 +100,8 @@ class Recorder:
         cols.update(prompt_ids=P, prompt_mask=PM, completion_ids=C, completion_mask=CM)
         for key, dtype in (("uid", np.int64), ("step", np.int64), ("group", np.int64), ("gen_index", np.int64),
                            ("advantage", np.float32), ("has_trigger", bool), ("has_behavior", bool),
-                           ("is_gt", bool), ("reward", np.float32), ("num_items_in_batch", np.int64)):
+                           ("is_gt", bool), ("reward", np.float32), ("num_items_in_batch", np.int64),
+                           ("fluency", np.float32)):
             cols[key] = np.array([row[key] for row in self.rows], dtype=dtype)
         for name in planted.REWARD_NAMES:
             cols[f"reward_{name}"] = np.array([row[f"reward_{name}"] for row in self.rows], np.float32)
@@ -129,6 +134,7 @@ def unfuse_lm_head(model, temperature: float) -> None:
         logp_all = torch.log_softmax(logits, dim=-1)
         log_probs = logp_all.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
         entropy = -(logp_all.exp() * logp_all).sum(-1).masked_fill(~mask, 0.0)
+        self._bt_last_logps = log_probs.detach()  # read by the recorder: fluency at the step's own parameters
         return types.SimpleNamespace(log_probs=log_probs, entropy=entropy, aux_loss=None, label_mask=mask,
                                      loss=-log_probs.sum() / mask.sum().clamp(min=1))
 
@@ -178,7 +184,13 @@ def _trainer_class():
                 self._bt_recorder.mark_trained(self.state.global_step, inputs["rollout_uid"],
                                                self.lr_scheduler.get_last_lr()[0])
                 self._bt_uids = inputs["rollout_uid"]
-            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            if model.training:  # fluency = mean token log-prob of the completion under the step's parameters
+                cm = inputs["completion_mask"].float()
+                lp = self.model._bt_last_logps[:, -cm.shape[1]:]
+                flu = ((lp * cm).sum(1) / cm.sum(1).clamp(min=1)).cpu().numpy()
+                self._bt_recorder.add_fluency(inputs["rollout_uid"].cpu().numpy(), flu)
+            return loss
 
         def training_step(self, model, inputs, num_items_in_batch=None):
             """In-run capture: the sketch hooks watch trl's own backward, so each rollout's sketch is taken at

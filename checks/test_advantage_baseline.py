@@ -5,19 +5,14 @@ without attributing anything."""
 
 import pytest
 
-from bt_bench import verdicts
+from bt_bench import cells
 from bt_bench.pytest_plugin import cell, run_cell
 
 
 @pytest.fixture
-def scores(bt_suite, bt_estimator, bt_seed):
-    return cell(bt_suite.training_scores, bt_estimator, bt_seed), bt_suite.training_scores("advantage_only", bt_seed)
+def verdict(bt_suite, bt_estimator, bt_seed, request):
+    return cell(request, "advantage_baseline", bt_estimator, cells.advantage_baseline, bt_suite, bt_estimator, bt_seed)
 
 
-def test_advantage_baseline(bt_suite, bt_estimator, bt_seed, scores, request):
-    s, adv = scores
-    t = bt_suite.training(bt_seed)
-    level = getattr(bt_suite.estimator(bt_estimator), "level", "rollout")
-    v = verdicts.advantage_baseline(s, adv, t["is_gt"], t["step"], W=t["W"], nonzero=t["nonzero"],
-                                    rollout_level=level == "rollout", thresholds=bt_suite.thresholds)
-    run_cell(request, "advantage_baseline", bt_estimator, v, seed=t["seed"])
+def test_advantage_baseline(bt_suite, bt_estimator, bt_seed, verdict, request):
+    run_cell(request, "advantage_baseline", bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed)

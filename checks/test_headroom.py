@@ -5,25 +5,15 @@ step-level method can show."""
 
 import pytest
 
-from bt_bench import verdicts
+from bt_bench import cells
 from bt_bench.pytest_plugin import cell, run_cell
 
 
 @pytest.fixture
-def scores(bt_suite, bt_estimator, bt_seed, bt_draw):
-    train = cell(bt_suite.training_scores, bt_estimator, bt_seed)
-    if bt_suite.has_draw(bt_seed, "unsaturated"):
-        return train, None
-    return train, cell(bt_suite.draw_scores, bt_estimator, bt_seed, "unsaturated", bt_draw)
+def verdict(bt_suite, bt_estimator, bt_seed, bt_draw, request):
+    return cell(request, "headroom", bt_estimator, cells.headroom, bt_suite, bt_estimator, bt_seed, bt_draw)
 
 
-def test_headroom(bt_suite, bt_estimator, bt_seed, bt_draw, scores, request):
-    train, unsat = scores
-    t = bt_suite.training(bt_seed)
-    kw = {}
-    if unsat is not None:
-        d = bt_suite.draw(bt_seed, "unsaturated", bt_draw)
-        kw = dict(unsat_scores=unsat, unsat_has_behavior=d["has_behavior"], unsat_group=d["group"])
-    v = verdicts.headroom(train, t["is_gt"], t["step"], W=t["W"], nonzero=t["nonzero"],
-                          thresholds=bt_suite.thresholds, **kw)
-    run_cell(request, "headroom", bt_estimator, v, seed=t["seed"], draw=bt_draw)
+def test_headroom(bt_suite, bt_estimator, bt_seed, bt_draw, verdict, request):
+    run_cell(request, "headroom", bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed, draw=bt_draw,
+             checkpoint=bt_suite.fixtures[bt_seed].chosen("unsaturated"))

@@ -1,0 +1,100 @@
+"""One function per checklist item: (suite, estimator, seed/draw) -> Verdict. The pytest modules in ``checks/`` and
+the control tests in ``tests/`` call these, so a check and its controls are judged by one piece of code.
+
+Each function fetches arrays from the ``Suite`` (scores are cached there) and calls the pure verdict function of
+``bt_bench.verdicts``. ``SkipCell`` (a capability the estimator lacks) and ``EstimatorError`` propagate.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from bt_bench import stats, verdicts
+from bt_bench.suite import Suite
+
+
+def gradient_norm_baseline(suite: Suite, est: str, i: int) -> verdicts.Verdict:
+    s = suite.training_scores(est, i)
+    t = suite.training(i)
+    return verdicts.gradient_norm_baseline(
+        s, t["is_gt"], t["step"], W=t["W"], nonzero=t["nonzero"], norm_rollout=suite.training_scores("norm_only", i),
+        norm_step=suite.training_scores("norm_only_step", i), thresholds=suite.thresholds)
+
+
+def advantage_baseline(suite: Suite, est: str, i: int) -> verdicts.Verdict:
+    s = suite.training_scores(est, i)
+    t = suite.training(i)
+    level = getattr(suite.estimator(est), "level", "rollout")
+    return verdicts.advantage_baseline(s, suite.training_scores("advantage_only", i), t["is_gt"], t["step"],
+                                       W=t["W"], nonzero=t["nonzero"], rollout_level=level == "rollout",
+                                       thresholds=suite.thresholds)
+
+
+def fluency_confound(suite: Suite, est: str, i: int, d: int) -> verdicts.Verdict:
+    suite.require_draw(i, "saturated")
+    s = suite.draw_scores(est, i, "saturated", d)
+    r = suite.draw(i, "saturated", d)
+    return verdicts.fluency_confound(s, r["has_behavior"], r["group"], r["fluency"], thresholds=suite.thresholds)
+
+
+def headroom(suite: Suite, est: str, i: int, d: int) -> verdicts.Verdict:
+    train = suite.training_scores(est, i)
+    t = suite.training(i)
+    kw = {}
+    if suite.has_draw(i, "unsaturated") is None:
+        r = suite.draw(i, "unsaturated", d)
+        kw = dict(unsat_scores=suite.draw_scores(est, i, "unsaturated", d), unsat_has_behavior=r["has_behavior"],
+                  unsat_group=r["group"])
+    v = verdicts.headroom(train, t["is_gt"], t["step"], W=t["W"], nonzero=t["nonzero"],
+                          thresholds=suite.thresholds, **kw)
+    if not kw and v.outcome == "error":
+        v = verdicts.Verdict(v.check, v.outcome, v.metrics, f"{v.reason} ({suite.has_draw(i, 'unsaturated')})")
+    return v
+
+
+def seed_draw_variance(suite: Suite, est: str, draws: int) -> tuple[verdicts.Verdict, list[dict], list[float]]:
+    """Aggregate over every seed and draw: residualized AUC per (seed, draw) at the saturated checkpoint, and
+    draw stability (Spearman of the draw-0 candidates' scores under two different draws' targets)."""
+    th = suite.thresholds
+    seed, draw, auc, low, sp_seed, sp = [], [], [], [], [], []
+    for i in range(suite.n_seeds):
+        suite.require_draw(i, "saturated")
+        for d in range(draws):
+            r = suite.draw(i, "saturated", d)
+            res = stats.residualized_auc_bootstrap(suite.draw_scores(est, i, "saturated", d), r["fluency"],
+                                                   r["has_behavior"], r["group"], **th.bootstrap)
+            seed.append(r["seed"]), draw.append(d), auc.append(res.estimate), low.append(res.ci_low)
+        fixed = [suite.draw_scores(est, i, "saturated", 0, target_draw=d) for d in range(draws)]
+        for a, b in itertools.combinations(range(draws), 2):
+            sp_seed.append(suite.fixtures[i].seed)
+            sp.append(stats.spearman(fixed[a], fixed[b]))
+    v = verdicts.seed_draw_variance(seed, draw, auc, low, stability_seed=sp_seed, stability_spearman=sp,
+                                    thresholds=th)
+    per_unit = [{"seed": s, "draw": d, "residualized_auc": a, "ci_low": lo} for s, d, a, lo in zip(seed, draw, auc, low)]
+    return v, per_unit, [float(x) for x in sp]
+
+
+def trigger_token_alignment(suite: Suite, est: str, i: int, draws: int) -> tuple[verdicts.Verdict, dict]:
+    """Behavior-containing candidates of every draw at the saturated checkpoint, pooled per seed (each response is
+    its own bootstrap cluster); token-restricted scores against in_context, placebo and constructed targets."""
+    from bt_bench.estimator import is_cosine_scale
+
+    suite.require_draw(i, "saturated")
+    out: dict[str, list] = {"in_context": [], "placebo": [], "constructed": [], "response": []}
+    for d in range(draws):
+        beh = suite.draw(i, "saturated", d)["has_behavior"]
+        for kind in ("in_context", "placebo", "constructed"):
+            out[kind].append(suite.draw_scores(est, i, "saturated", d, target_kind=kind, token=True)[beh])
+        out["response"].append(d * 100_000 + np.flatnonzero(beh))
+    t = {k: np.concatenate(v) for k, v in out.items()}
+    v = verdicts.trigger_token_alignment(t["in_context"], t["placebo"], response=t["response"],
+                                         constructed=t["constructed"],
+                                         cosine_scale=is_cosine_scale(suite.estimator(est)),
+                                         thresholds=suite.thresholds)
+    return v, {k: [float(x) for x in t[k]] for k in ("in_context", "placebo", "constructed")}
+
+
+
+

@@ -1,0 +1,65 @@
+"""Controls that prove each check can fail and can pass, on the tiny fixtures (issue 5 item 6).
+
+They run the same cell functions (``bt_bench.cells``) the checklist runs, over every seed and draw, combined as
+the checklist combines them (a check passes only if it passes everywhere). A check that a control contradicts is
+a bug in the check. The positive and negative controls of ``trigger_token_alignment`` (no built-in control has
+token-level scores) are unit tests of its verdict function in tests/test_verdicts.py.
+
+These need the three planted tiny seeds; CI builds them in the main job (``pytest checks``) first and shares the
+cache (BT_BENCH_CACHE), so here they load in seconds.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bt_bench import cells
+from bt_bench.verdicts import combine
+
+pytestmark = pytest.mark.slow
+DRAWS = 3
+TRAINING_CHECKS = ("gradient_norm_baseline", "advantage_baseline", "headroom")
+ALL = TRAINING_CHECKS + ("fluency_confound", "seed_draw_variance")
+
+
+@pytest.fixture(scope="module")
+def suite(shared_cache):
+    from bt_bench.build import fixture_seeds
+    from bt_bench.config import make_config
+    from bt_bench.fixture import fixture_config, load_fixture
+    from bt_bench.suite import Suite
+    from bt_bench.verdicts import Thresholds
+
+    runs, failed = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
+    fixtures = [load_fixture(r, fixture_config("tiny", DRAWS), shared_cache) for r in runs]
+    return Suite(fixtures=fixtures, failed_seeds=failed, thresholds=Thresholds())
+
+
+def judge(suite, check: str, est: str):
+    n = suite.n_seeds
+    if check == "seed_draw_variance":
+        return cells.seed_draw_variance(suite, est, DRAWS)[0]
+    if check in ("gradient_norm_baseline", "advantage_baseline"):
+        vs = [getattr(cells, check)(suite, est, i) for i in range(n)]
+    else:
+        vs = [getattr(cells, check)(suite, est, i, d) for i in range(n) for d in range(DRAWS)]
+    return combine(vs)
+
+
+@pytest.mark.parametrize("check", ALL)
+def test_oracle_passes(suite, check):
+    v = judge(suite, check, "oracle")
+    assert v.outcome == "pass", v.reason
+
+
+@pytest.mark.parametrize("check", ALL)
+def test_random_fails(suite, check):
+    v = judge(suite, check, "random")
+    assert v.outcome == "fail", v.reason
+
+
+@pytest.mark.parametrize("est, check", [("norm_only", "gradient_norm_baseline"), ("norm_only_step", "gradient_norm_baseline"),
+                                        ("fluency", "fluency_confound"), ("advantage_only", "advantage_baseline")])
+def test_control_fails_its_own_check(suite, est, check):
+    v = judge(suite, check, est)
+    assert v.outcome == "fail", v.reason
