@@ -251,4 +251,4 @@ class Sketcher:
                 f"Sketcher: no gradient reached the hooks of {missing}; the forward bypassed these modules "
                 "(a patched forward?) or they do not influence the loss, so their parameters are not sketched"
             )
-        return self._finish(cap.acc.matrix_sums(), cap.acc.small, batch, final)
+        return self._finish(cap.acc.matrix, cap.acc.small, batch, final)
