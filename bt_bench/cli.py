@@ -79,7 +79,7 @@ def cmd_show(args) -> int:
     from bt_bench.store import cache_root, load_run, run_dir
 
     root = cache_root(args.cache_dir)
-    matches = [d for d in (root / "runs").glob(f"{args.run}*") if not d.name.startswith(".")]
+    matches = [d for d in (root / "runs").glob(f"{args.run}*") if d.is_dir() and not d.name.startswith(".")]
     if len(matches) != 1:
         print(f"bt-bench show: {len(matches)} runs match {args.run!r} (use `bt-bench runs` to list keys)",
               file=sys.stderr)
@@ -105,6 +105,10 @@ def cmd_estimators(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.rest[:1] == ["capture"]:
+        from bt_bench import bench_capture
+
+        return int(bench_capture.main(args.rest[1:]) or 0)
     from bt_bench import bench
 
     return int(bench.main(args.rest) or 0)
@@ -116,7 +120,7 @@ def cmd_check(args) -> int:
 
     from bt_bench.checks_path import checks_dir
 
-    return int(pytest.main([str(checks_dir()), "-p", "bt_bench.pytest_plugin", *args.rest]))
+    return int(pytest.main([str(checks_dir()), *args.rest]))  # the plugin loads through its pytest11 entry point
 
 
 def main(argv: list[str] | None = None) -> int:

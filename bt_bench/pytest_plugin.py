@@ -147,14 +147,18 @@ def bt_runs(pytestconfig, bt_settings):
 
 
 @pytest.fixture(scope="session")
-def bt_suite(bt_runs, bt_settings):
+def bt_suite(pytestconfig, bt_runs, bt_settings):
     """Fixtures with their derived data (checkpoint sketches, draws, targets), built once per run and cached."""
     from bt_bench.fixture import fixture_config, load_fixture
     from bt_bench.suite import Suite
     from bt_bench.verdicts import Thresholds
 
     fcfg = fixture_config(bt_settings.profile, bt_settings.draws)
-    fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in bt_runs["runs"]]
+    runs = bt_runs["runs"]
+    r = _worker_index(pytestconfig) % max(1, len(runs))
+    for run in runs[r:] + runs[:r]:  # xdist workers derive different seeds at once (the store's lock dedups)
+        load_fixture(run, fcfg, bt_settings.cache_dir)
+    fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]
     th = dict(bt_settings.thresholds)
     if bt_settings.profile == "smoke":
         th.setdefault("min_pairs", fcfg.draw.min_pairs)

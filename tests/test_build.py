@@ -246,3 +246,19 @@ def test_concurrent_builders_publish_one_run(tmp_path):
     assert len(keys) == 1
     published = [d for d in (tmp_path / "runs").iterdir() if not d.name.startswith(".") and d.is_dir()]
     assert [d.name for d in published] == list(keys)
+
+
+@pytest.mark.slow
+def test_one_tiny_seed_plants_trigger_conditionally(shared_cache):
+    """The default recipe plants seed 0: at W trigger >= 0.9, no trigger <= 0.1; at the end >= 0.8 and <= 0.1.
+    (CI's main job has built it already; the shared cache makes this a load.)"""
+    from bt_bench.build import build_run
+
+    run = build_run(make_config("tiny", seed=0), shared_cache, progress=False)
+    g = run.manifest["gate"]
+    assert g["planted"] and g["persists"], g["reason"]
+    s = run.manifest["summary"]
+    assert s["window_headroom"] >= 0.10  # the headroom check needs it
+    c = run.columns
+    trig = c["has_trigger"] & (c["step"] >= run.config.window)
+    assert c["has_behavior"][trig].mean() > 0.8 > 0.1 > c["has_behavior"][~c["has_trigger"]].mean()
