@@ -37,7 +37,7 @@ class FixtureConfig:
     """What is derived from each run (part of the derived key)."""
 
     draws: int = field(default=3, metadata={"help": "independent generation seeds per chosen checkpoint"})
-    tracin_checkpoints: int = field(default=3, metadata={"help": "checkpoints for TracInCP/GAS/TRAK sketches"})
+    tracin_checkpoints: int = field(default=2, metadata={"help": "checkpoints for TracInCP/GAS/TRAK sketches (W/2 and the end: each costs a sketch of every training rollout)"})
     draw: DrawConfig = field(default_factory=DrawConfig, metadata={"help": "candidate and target sampling"})
 
     def __post_init__(self):
@@ -53,7 +53,7 @@ class FixtureConfig:
 
 
 def tracin_steps(run, n: int) -> list[int]:
-    """``n`` saved checkpoints spread over the run, the last one always included: W/2 .. T. Checkpoint c holds the
+    """``n`` saved checkpoints spread over the run from W/2 to the end. Checkpoint c holds the
     parameters *before* step c trains, so c = T (after the last step) is excluded from gradient use."""
     cfg = run.config
     saved = [c for c in run.checkpoints if 0 < c < cfg.steps]
@@ -143,12 +143,16 @@ def _derive(run, fcfg: FixtureConfig, out: Path, progress: bool) -> dict:
     manifest: dict = {"tracin_steps": steps, "chosen": {}, "probe": [], "unsupported": {}}
     cands = [c for c in run.checkpoints if c <= run.config.steps]
     lo, hi = fcfg.draw.unsaturated
+    probed: dict[int, dict] = {}  # draw 0 of each probed checkpoint, shared by both searches
     for kind, ok in (("unsaturated", lambda r: lo <= r <= hi), ("saturated", lambda r: r >= fcfg.draw.saturated)):
         chosen = None
         for c in cands:
-            rows = maker.candidates(c, 0)
+            if c not in probed:
+                probed[c] = maker.candidates(c, 0)
+                rate, pairs = maker.rate_and_pairs(probed[c])
+                manifest["probe"].append({"step": c, "rate": rate, "pairs": pairs})
+            rows = probed[c]
             rate, pairs = maker.rate_and_pairs(rows)
-            manifest["probe"].append({"step": c, "rate": rate, "pairs": pairs})
             if not ok(rate) or pairs < fcfg.draw.min_pairs:
                 continue
             draws = [rows] + [maker.candidates(c, d) for d in range(1, fcfg.draws)]
