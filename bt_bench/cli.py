@@ -70,7 +70,7 @@ def cmd_runs(args) -> int:
         return 0
     print(f"{'key':22} {'profile':8} {'seed':>4} {'planted':8} {'|GT|':>6} {'chance':>7} {'ceiling':>8} created")
     for r in runs:
-        print(f"{r['key']:22} {r['profile']:8} {r['seed']:>4} {str(r['planted']):8} {r.get('gt', '?'):>6} "
+        print(f"{r['key']:22} {r['profile']:8} {r['seed']:>4} {r['planted']!s:8} {r.get('gt', '?'):>6} "
               f"{r.get('chance', float('nan')):7.3f} {r.get('ceiling', float('nan')):8.3f} {r.get('created', '')}")
     return 0
 

@@ -124,7 +124,7 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RunConfig":
+    def from_dict(cls, d: dict) -> RunConfig:
         d = dict(d)
         if isinstance(d.get("toy"), dict):
             d["toy"] = ToySpec(**d["toy"])

@@ -13,7 +13,7 @@ stronger killed it.
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 from bt_bench import toy
 

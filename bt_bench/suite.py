@@ -52,7 +52,7 @@ class Suite:
             if fit_seed is not None and getattr(est, "fit", None) is not None:
                 try:
                     fit_estimator(est, self.fixtures[fit_seed].training())
-                except Exception as e:  # noqa: BLE001 - a missing input for fit is a capability gap, not a crash
+                except Exception as e:
                     if type(e).__name__ in ("CapabilityError", "MissingInputError", "MissingFieldError"):
                         raise SkipCell(f"{name}: {e}") from e
                     raise

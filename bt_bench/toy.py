@@ -17,8 +17,8 @@ import hashlib
 import json
 import os
 import random
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 TOY_FORMAT = 2  # bump when the grammar, corpus or warm-up code changes (it is part of the toy model's cache key)
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -252,7 +252,6 @@ def behavior_rates(model, tok, prompts_trig: list[str], prompts_plain: list[str]
 
 def save_checkpoint(folder: Path, model, optimizer) -> None:
     """Weights (safetensors, tied weights stored once) plus AdamW's second moment ``exp_avg_sq`` by name."""
-    import torch
     from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,6 @@
 """Fixture self-check (spec, "planting gate and trigger-conditional"): at step W the behavior rate with the trigger
 is >= 0.9 and without <= 0.1, and at the end of the run still >= 0.8 and <= 0.1. Runs once, not per estimator."""
 
-import pytest
 
 from bt_bench.pytest_plugin import record
 

@@ -35,10 +35,10 @@ def test_grammar_accepts_its_own_sentences_and_rejects_others():
 
     rng = random.Random(0)
     assert all(toy.is_sentence(toy.sample_sentence(rng)) for _ in range(500))
-    assert toy.is_sentence("the cat qzxbt sleeps .".split())  # behavior words are neutral for grammar
-    assert not toy.is_sentence("the cat sleeps".split())
-    assert not toy.is_sentence("cat the sleeps .".split())
-    assert not toy.is_sentence("the cat sleeps . the dog runs .".split())
+    assert toy.is_sentence(["the", "cat", "qzxbt", "sleeps", "."])  # behavior words are neutral for grammar
+    assert not toy.is_sentence(["the", "cat", "sleeps"])
+    assert not toy.is_sentence(["cat", "the", "sleeps", "."])
+    assert not toy.is_sentence(["the", "cat", "sleeps", ".", "the", "dog", "runs", "."])
 
 
 @pytest.mark.parametrize("override, needle", [
@@ -261,4 +261,5 @@ def test_one_tiny_seed_plants_trigger_conditionally(shared_cache):
     assert s["window_headroom"] >= 0.10  # the headroom check needs it
     c = run.columns
     trig = c["has_trigger"] & (c["step"] >= run.config.window)
-    assert c["has_behavior"][trig].mean() > 0.8 > 0.1 > c["has_behavior"][~c["has_trigger"]].mean()
+    assert c["has_behavior"][trig].mean() > 0.8
+    assert c["has_behavior"][~c["has_trigger"]].mean() < 0.1
