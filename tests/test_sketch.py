@@ -194,8 +194,6 @@ def test_tied_head_use_is_needed(model, batch, grads):
 def test_hooks_equal_the_explicit_map(model, batch, grads):
     for name in ("default", "small", "first_stage"):
         sk = Sketcher(model, preset(name, seed=3))
-        # q/k/v and gate/up share one input projection on the hook path; `project` does not share.
-        assert sum(isinstance(getattr(r, "shared", None), hooks_mod.SharedInput) for r in sk.rules) == 10
         assert rel(torch.from_numpy(sk.sketch(batch)), sk.project(-grads)) <= 1e-5, name
 
 

@@ -100,41 +100,17 @@ class Rule:
         raise NotImplementedError
 
 
-class SharedInput:
-    """Linear modules fed the same input tensor (q/k/v, gate/up): their own seeded P_in factors,
-    concatenated, project the input in one matmul instead of one per module (one read of the
-    activations). Found by `Sketcher` with a probe forward; checked by identity at every call."""
-
-    def __init__(self, rules: list[LinearRule]) -> None:
-        self.rules = rules
-        self.matrix = torch.cat([r.block.in_factor.matrix for r in rules], dim=1)
-        self.sizes = [r.block.in_factor.k for r in rules]
-        for r in rules:
-            r.shared = self
-
-    def project(self, capture: Capture, a: Tensor, rule: LinearRule, batch: int) -> Tensor:
-        cached = capture.shared.get(id(self))
-        if cached is None or cached[0] is not a:
-            parts = (_as_batch(a.detach(), batch) @ self.matrix).split(self.sizes, dim=-1)
-            cached = capture.shared[id(self)] = (a, dict(zip(map(id, self.rules), parts)))
-        return cached[1][id(rule)]
-
-
 class LinearRule(Rule):
     def __init__(self, module: nn.Linear, use: str, block: MatrixBlock, bias_offset: int | None) -> None:
         super().__init__(module, use)
         self.block, self.bias_offset = block, bias_offset
-        self.shared: SharedInput | None = None
 
     def _forward(self, module: nn.Module, inputs: tuple, out: object) -> None:
         if not self._hookable(out):
             return
         batch = out.shape[0]
         capture = self.capture
-        if self.shared is not None:
-            a_proj = self.shared.project(capture, inputs[0], self, batch)
-        else:
-            a_proj = self.block.in_factor.project(_as_batch(inputs[0].detach(), batch))
+        a_proj = self.block.in_factor.project(_as_batch(inputs[0].detach(), batch))
 
         def on_grad(g: Tensor) -> None:
             delta = _as_batch(g, batch)
@@ -259,7 +235,6 @@ class Capture:
     def __init__(self, rules: list[Rule], n_small: int, make_leaf: bool) -> None:
         self.rules, self.make_leaf = rules, make_leaf
         self.acc = Accumulator(n_small=n_small)
-        self.shared: dict[int, tuple[Tensor, dict[int, Tensor]]] = {}  # SharedInput projections
         self.paused = False
         self._handles: list[torch.utils.hooks.RemovableHandle] = []
 
@@ -276,7 +251,6 @@ class Capture:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.shared.clear()
         for handle in self._handles:
             handle.remove()
         for rule in self.rules:

@@ -14,7 +14,6 @@ did not fire in a sketch raises (e.g. a patched forward that bypasses the LM hea
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -32,11 +31,10 @@ from bt_bench.sketch.hooks import (
     MatrixBlock,
     Rule,
     ScaleRule,
-    SharedInput,
     is_elementwise_scale,
 )
 from bt_bench.sketch.loss import LossFn, completion_logps, policy_loss_terms, slice_batch
-from bt_bench.sketch.projectors import DenseGaussianProjector, GaussianFactor, SparseJL, make_factor
+from bt_bench.sketch.projectors import DenseGaussianProjector, SparseJL, make_factor
 from bt_bench.sketch.spec import SketchSpec
 
 
@@ -132,37 +130,11 @@ class Sketcher:
         for block in self.blocks.values():
             block.out_factor.to(self.device)
             block.in_factor.to(self.device)
-        self._share_inputs()
         uncovered = [n for n in self.names if n not in self._coverage]
         if uncovered:
             raise ValueError(f"Sketcher: parameters without a sketch rule: {uncovered}")
         self.small_map = SparseJL(max(self.n_small, 1), spec.k_small, spec.sjlt_nnz, spec.seed, "__small__")
         self.small_map.to(self.device)
-
-    def _share_inputs(self) -> None:
-        """Probe forward (2 tokens, no grad): Linear modules that receive the same input tensor get one
-        concatenated input projection (hooks.SharedInput; identity is re-checked at every call)."""
-        seen: dict[int, tuple[Tensor, list[LinearRule]]] = {}  # keeps inputs alive: ids stay unique
-
-        def record(rule: LinearRule, inputs: tuple) -> None:
-            seen.setdefault(id(inputs[0]), (inputs[0], []))[1].append(rule)
-
-        linear = [r for r in self.rules
-                  if isinstance(r, LinearRule) and isinstance(r.block.in_factor, GaussianFactor)]
-        handles = [r.module.register_forward_hook(lambda mod, inp, out, r=r: record(r, inp)) for r in linear]
-        try:
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # e.g. reentrant checkpointing warns about no-grad inputs
-                ids = torch.zeros(1, 2, dtype=torch.long, device=self.device)
-                type(self.model).forward(self.model, input_ids=ids, use_cache=False)
-        except Exception:  # noqa: BLE001 - a model that cannot run the probe just keeps one matmul per module
-            return
-        finally:
-            for h in handles:
-                h.remove()
-        for _, group in seen.values():
-            if len(group) > 1 and len({id(r) for r in group}) == len(group):
-                SharedInput(group)
 
     def coverage(self) -> dict[str, str]:
         """Parameter name -> the block that sketches it ("matrix:<name>" or "small")."""
