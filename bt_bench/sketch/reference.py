@@ -2,7 +2,7 @@
 ``flat_parameters`` order. For tests (the factorized sketcher must agree with ``Sketcher.project`` of
 these) and for the benchmark baselines (loop + dense projection, vmap + dense projection).
 
-Both compute -loss_i's gradient sign convention-free: they return grad(loss_i); callers negate.
+Both return grad(loss_i); callers negate it for the update direction -grad(loss_i) that a sketch holds.
 """
 
 from __future__ import annotations

@@ -155,8 +155,10 @@ class Sketcher:
     def _finish(self, matrix: Mapping[str, Tensor], small: Tensor | None, batch: int, final: bool) -> Tensor:
         parts = []
         for name, block in self.blocks.items():
-            zeros = torch.zeros(batch, block.size, device=self.device)
-            parts.append(matrix.get(name, zeros))
+            if name in matrix:
+                parts.append(matrix[name])
+            else:
+                parts.append(torch.zeros(batch, block.size, device=self.device))
         small = small if small is not None else torch.zeros(batch, max(self.n_small, 1), device=self.device)
         parts.append(self.small_map.project(small))
         first = torch.cat(parts, dim=1)
