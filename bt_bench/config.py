@@ -22,6 +22,19 @@ FIXTURE_FORMAT = 2  # bump when the run-store layout changes: old runs then miss
 LOSS_TYPES = ("dapo", "grpo")
 
 
+def sketch_code_hash() -> str:
+    """Hash of the sketch implementation's source. In-run sketches are stored with the run and compared with
+    sketches computed later: if the projection code changed in between they would silently live in different
+    spaces, so any change to bt_bench/sketch/*.py gives new cache keys (a rebuild, never a mix)."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent / "sketch"
+    h = hashlib.sha256()
+    for f in sorted(folder.glob("*.py")):
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _help(text: str, default: Any = dataclasses.MISSING, **kw):
     if default is dataclasses.MISSING:
         return field(metadata={"help": text}, **kw)
@@ -146,7 +159,8 @@ class RunConfig:
         """Cache key: hash of the full config (with the resolved SketchSpec, so sketches from different specs
         never mix), the versions that shape a run, and the fixture format."""
         blob = json.dumps({"config": self.to_dict(), "sketch_spec": self.sketch_spec().to_dict(),
-                           "versions": versions, "format": FIXTURE_FORMAT}, sort_keys=True, default=str)
+                           "sketch_code": sketch_code_hash(), "versions": versions, "format": FIXTURE_FORMAT},
+                          sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
