@@ -355,6 +355,9 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
         callbacks=[Capture()], recorder=recorder, lr_lambda=lambda s: 1.0 if s < W else ratio,
         sketch_spec=cfg.sketch_spec() if cfg.capture_in_run else None,
     )
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # our own progress bar and summary line say what matters
     t0 = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - t0
