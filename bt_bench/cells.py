@@ -72,7 +72,11 @@ def seed_draw_variance(suite: Suite, est: str, draws: int) -> tuple[verdicts.Ver
             sp.append(stats.spearman(fixed[a], fixed[b]))
     v = verdicts.seed_draw_variance(seed, draw, auc, low, stability_seed=sp_seed, stability_spearman=sp,
                                     thresholds=th)
-    per_unit = [{"seed": s, "draw": d, "residualized_auc": a, "ci_low": lo} for s, d, a, lo in zip(seed, draw, auc, low)]
+    per_unit = [{"seed": s, "draw": d, "verdict": {
+        "check": "seed_draw_variance", "outcome": "pass" if lo > th.residual_auc_bar else "fail",
+        "reason": f"residualized AUC {a:.4f} (CI low {lo:.4f})",
+        "metrics": {"residualized_auc": {"value": float(a), "ci_low": float(lo), "ci_high": None, "n": None,
+                                         "seed": th.bootstrap_seed}}}} for s, d, a, lo in zip(seed, draw, auc, low)]
     return v, per_unit, [float(x) for x in sp]
 
 

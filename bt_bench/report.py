@@ -102,7 +102,11 @@ def units(metrics: dict) -> list[dict]:
     if metrics.get("per_unit"):
         return [{"seed": u.get("seed"), "draw": u.get("draw"), "outcome": u["verdict"].get("outcome"),
                  "metrics": u["verdict"].get("metrics", {})} for u in metrics["per_unit"]]
-    return units_of_verdict(metrics.get("verdict") or {})
+    verdict = metrics.get("verdict") or {}
+    if "seed" in metrics:  # one cell per seed (and draw): the verdict is that unit's own
+        return [{"seed": metrics["seed"], "draw": metrics.get("draw"), "outcome": verdict.get("outcome"),
+                 "metrics": verdict.get("metrics", {})}]
+    return units_of_verdict(verdict)
 
 
 _UNIT = re.compile(r"^seed(-?\d+)(?:/draw(-?\d+))?/(.+)$")
