@@ -6,7 +6,7 @@ Two inputs are understood:
   rows of draws at checkpoints (fluency_confound, headroom, seed_draw_variance), token-level scores
   (trigger_token_alignment) and draw-stability scores (seed_draw_variance);
 * the published BehaviorTrace rows (``minimal_pair_rows_*.json``, ``token_level_cos_*.json``; see
-  shared/data/behaviortrace/README.md), read into the same dataclasses.
+  bt_bench/data/behaviortrace/README.md, vendored with its license), read into the same dataclasses.
 
 :func:`replay` runs every check the evidence supports for every estimator in it and reports the rest as
 "skip" with a reason; per-seed/draw verdicts are combined with :func:`bt_bench.verdicts.combine`.
@@ -358,15 +358,6 @@ def load_evidence(path: str | os.PathLike) -> Evidence:
     raise ValueError(f"path: {p} is neither {FORMAT} evidence nor a published BehaviorTrace file")
 
 
-def shared_behaviortrace_dir() -> Path | None:
-    """``$BT_BENCH_SHARED/data/behaviortrace`` (BT_BENCH_SHARED = the shared root holding data/ and spec/),
-    else ``<repo>/../shared/data/behaviortrace``; None when absent."""
-    root = os.environ.get("BT_BENCH_SHARED")
-    base = Path(root) if root else Path(__file__).resolve().parents[1].parent / "shared"
-    d = base / "data" / "behaviortrace"
-    return d if d.is_dir() else None
-
-
 # ------------------------------------------------------------------------------------------------- replay
 def _skip(check: str, reason: str) -> Verdict:
     return Verdict(check, "skip", {}, reason)
@@ -387,17 +378,41 @@ def _draw_label(d: DrawEvidence) -> str:
     return f"seed{d.seed}/draw{d.draw}"
 
 
+NORM_VARIANTS = ("norm_only", "norm_only_step")  # rollout level first: it wins a tie
+
+
+def declared_norm_variant(ev: Evidence) -> str | None:
+    """The norm_only variant gradient_norm_baseline compares with on this evidence (spec, check 1: "the
+    stronger on that fixture, fixed before any estimator is scored, never chosen per seed").
+
+    Rule: among the variants scored on every run (else on any run), the one with the higher mean
+    precision@|GT| over the runs that hold it; a tie goes to the rollout-level ``norm_only`` (the
+    published rows' ``norm`` field).  It reads only the norm_only scores and GT, never an estimator's
+    scores, so it is the same for every estimator and every seed.  None when no run has either variant.
+    """
+    present = [v for v in NORM_VARIANTS if any(v in r.scores for r in ev.runs)]
+    everywhere = [v for v in present if all(v in r.scores for r in ev.runs)]
+    pool = everywhere or present
+    if len(pool) <= 1:
+        return pool[0] if pool else None
+    mean = {v: float(np.mean([stats.precision_at_k(r.scores[v], r.is_gt) for r in ev.runs
+                              if v in r.scores and r.is_gt.any()] or [-np.inf])) for v in pool}
+    return max(pool, key=lambda v: mean[v])  # max keeps the first of equals: norm_only
+
+
 def _replay_gradient_norm(ev: Evidence, name: str, th: Thresholds) -> Verdict:
     check = "gradient_norm_baseline"
-    if name in ("norm_only", "norm_only_step"):
+    if name in NORM_VARIANTS:
         return _skip(check, f"{name} is the reference of this check")
+    variant = declared_norm_variant(ev)
+    if variant is None:
+        return _skip(check, "the evidence has no norm_only scores (norm_only or norm_only_step)")
 
     def judge(r: RunEvidence) -> Verdict:
-        if "norm_only" not in r.scores and "norm_only_step" not in r.scores:
-            return _skip(check, "the run has no norm_only scores")
+        if variant not in r.scores:
+            return _skip(check, f"the run has no scores of the declared norm_only variant {variant}")
         return gradient_norm_baseline(r.scores[name], r.is_gt, r.step, W=r.W, nonzero=r.nonzero,
-                                      norm_rollout=r.scores.get("norm_only"),
-                                      norm_step=r.scores.get("norm_only_step"), thresholds=th)
+                                      norm_scores=r.scores[variant], norm_name=variant, thresholds=th)
 
     return _per(check, [r for r in ev.runs if name in r.scores], judge, _seed_label,
                 "the evidence has no training-rollout scores for this estimator")

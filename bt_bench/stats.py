@@ -388,6 +388,26 @@ def auc_bootstrap(scores, has_behavior, group, *, n_resamples: int = DEFAULT_RES
                            seed=seed, percentiles=percentiles)
 
 
+def paired_auc_difference_bootstrap(scores_a, scores_b, has_behavior, group, *,
+                                    n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                                    percentiles: tuple[float, float] = DEFAULT_PERCENTILES) -> BootstrapResult:
+    """Within-group AUC(scores_a) - AUC(scores_b), paired: both on the same group resamples (n = pairs).
+
+    Both scores rank the same (behavior, non-behavior) sibling pairs, so per group the difference of the
+    credits (wins + ties/2) over the same pair count is a ratio of per-cluster sums: a resample gives
+    exactly AUC_a - AUC_b on its drawn groups, and with the same seed it draws the same groups as
+    :func:`auc_bootstrap` does for either score alone.
+    """
+    a = as_vector("scores_a", scores_a)
+    b = as_vector("scores_b", scores_b, n=a.shape[0], ref="scores_a")
+    ga, gb = group_pairs(a, has_behavior, group), group_pairs(b, has_behavior, group)
+    if ga.n_pairs == 0:
+        raise ValueError("has_behavior: no group holds both a behavior and a non-behavior rollout (0 pairs)")
+    num = (ga.wins + ga.ties / 2) - (gb.wins + gb.ties / 2)
+    return ratio_bootstrap(num, ga.pairs, n=ga.n_pairs, n_resamples=n_resamples, seed=seed,
+                           percentiles=percentiles)
+
+
 def residualized_auc_bootstrap(scores, fluency, has_behavior, group, **kw) -> BootstrapResult:
     """Within-group AUC of the fluency residual (slope fitted once on all rows), bootstrap over groups."""
     residual, _ = residualize(scores, fluency, group)

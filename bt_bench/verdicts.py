@@ -9,6 +9,10 @@ Outcomes: "pass"/"fail" are verdicts on the estimator; "error" means the fixture
 (too little headroom, too few within-group pairs, too few seeds or draws), never a pass; "skip" means the
 estimator cannot take part (no token-level scores, a step-level estimator in advantage_baseline).
 A check passes only if it passes on every seed and draw: :func:`combine`.
+
+Every CI carries the count of resamples where its statistic was undefined (no pair or no GT drawn); when
+more than ``UNDEFINED_NOTE_SHARE`` (1%) of a metric's resamples were undefined, the metric's string and the
+verdict's reason say so.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ import numpy as np
 from bt_bench import stats
 
 OUTCOMES = ("pass", "fail", "error", "skip")
+CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance",
+          "trigger_token_alignment", "advantage_baseline", "target_dependence")
+UNDEFINED_NOTE_SHARE = 0.01  # a CI with more undefined resamples than this share is flagged
 
 
 def _help(text: str) -> dict:
@@ -37,13 +44,17 @@ class Thresholds:
     ci_low_percentile: float = field(default=2.5, metadata=_help("lower percentile of the bootstrap CI"))
     ci_high_percentile: float = field(default=97.5, metadata=_help("upper percentile of the bootstrap CI"))
     norm_margin: float = field(default=0.0, metadata=_help(
-        "gradient_norm_baseline: CI lower bound of precision@|GT| minus the stronger norm_only's must exceed"))
+        "gradient_norm_baseline: CI lower bound of precision@|GT| minus the declared norm_only variant's "
+        "must exceed this"))
     min_headroom: float = field(default=0.10, metadata=_help(
         "headroom: window ceiling - chance below this means the fixture cannot support a verdict (error)"))
     gain_margin: float = field(default=0.0, metadata=_help(
         "headroom: CI lower bound of the window normalized gain must exceed this"))
     auc_bar: float = field(default=0.5, metadata=_help(
         "headroom: CI lower bound of the within-group AUC at the unsaturated checkpoint must exceed this"))
+    fluency_margin: float = field(default=0.0, metadata=_help(
+        "fluency_confound: CI lower bound of the paired (group-bootstrap) difference within-group AUC minus "
+        "fluency's AUC must exceed this"))
     residual_auc_bar: float = field(default=0.5, metadata=_help(
         "fluency_confound, seed_draw_variance: CI lower bound of the residualized AUC must exceed this"))
     min_pairs: int = field(default=100, metadata=_help(
@@ -59,6 +70,9 @@ class Thresholds:
         "cosine must exceed this"))
     advantage_margin: float = field(default=0.0, metadata=_help(
         "advantage_baseline: CI lower bounds of precision minus advantage_only's must exceed this"))
+    target_margin: float = field(default=0.0, metadata=_help(
+        "target_dependence: CI lower bounds of precision@|GT| (step bootstrap) and of the within-group AUC "
+        "(group bootstrap), each real target minus placebo target, paired, must exceed this"))
     saturated_rate: float = field(default=0.8, metadata=_help(
         "a checkpoint is saturated when its behavior rate on trigger prompts is at least this"))
     unsaturated_low: float = field(default=0.2, metadata=_help("lowest behavior rate of an unsaturated one"))
@@ -114,31 +128,55 @@ def _num(x) -> float | None:
     return None if x is None else float(x)
 
 
+def _int(x) -> int | None:
+    return None if x is None else int(x)
+
+
 @dataclass(frozen=True)
 class Metric:
-    """One reported figure: a value, its CI (None for a point figure), the sample size, the CI's seed."""
+    """One reported figure: a value, its CI (None for a point figure), the sample size, the CI's seed, and
+    for a bootstrap CI the resample count and how many resamples left the statistic undefined (they are
+    left out of the percentiles; spec "Confidence intervals")."""
 
     value: float
     ci_low: float | None = None
     ci_high: float | None = None
     n: int | None = None
     seed: int | None = None
+    n_resamples: int | None = None
+    n_undefined: int | None = None
 
     @classmethod
     def of(cls, r: stats.BootstrapResult) -> Metric:
-        return cls(r.estimate, r.ci_low, r.ci_high, r.n, r.seed)
+        return cls(r.estimate, r.ci_low, r.ci_high, r.n, r.seed, r.n_resamples, r.n_undefined)
+
+    @property
+    def undefined_share(self) -> float | None:
+        """Share of the bootstrap resamples where the statistic was undefined; None for a point figure."""
+        if self.n_resamples is None or self.n_undefined is None or self.n_resamples <= 0:
+            return None
+        return self.n_undefined / self.n_resamples
+
+    @property
+    def undefined_flag(self) -> bool:
+        """True when more than UNDEFINED_NOTE_SHARE (1%) of the resamples were undefined."""
+        share = self.undefined_share
+        return share is not None and share > UNDEFINED_NOTE_SHARE
 
     def to_dict(self) -> dict:
         """JSON-ready (NaN becomes None, since strict JSON has no NaN)."""
         def clean(v):
             return None if v is None or (isinstance(v, float) and np.isnan(v)) else v
         return {"value": clean(_num(self.value)), "ci_low": clean(_num(self.ci_low)),
-                "ci_high": clean(_num(self.ci_high)), "n": None if self.n is None else int(self.n),
-                "seed": None if self.seed is None else int(self.seed)}
+                "ci_high": clean(_num(self.ci_high)), "n": _int(self.n), "seed": _int(self.seed),
+                "n_resamples": _int(self.n_resamples), "n_undefined": _int(self.n_undefined)}
 
     def __str__(self) -> str:
         ci = "" if self.ci_low is None else f" [{self.ci_low:.4f}, {self.ci_high:.4f}]"
-        return f"{self.value:+.4f}{ci}" if self.value < 0 else f"{self.value:.4f}{ci}"
+        out = f"{self.value:+.4f}{ci}" if self.value < 0 else f"{self.value:.4f}{ci}"
+        if self.undefined_flag:
+            out += f" ({self.undefined_share:.1%} resamples undefined)"
+        return out
 
 
 @dataclass(frozen=True)
@@ -150,25 +188,52 @@ class Verdict:
     metrics: dict[str, Metric]
     reason: str
     estimator: str = ""
+    units: tuple[dict, ...] = ()  # per seed/draw verdicts of a combined verdict (see combine)
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
             raise ValueError(f"outcome: must be one of {OUTCOMES}, got {self.outcome!r}")
+        object.__setattr__(self, "units", tuple(self.units))
 
     def to_dict(self) -> dict:
-        return {"check": self.check, "estimator": self.estimator, "outcome": self.outcome,
-                "reason": self.reason, "metrics": {k: m.to_dict() for k, m in self.metrics.items()}}
+        d = {"check": self.check, "estimator": self.estimator, "outcome": self.outcome,
+             "reason": self.reason, "metrics": {k: m.to_dict() for k, m in self.metrics.items()}}
+        if self.units:
+            d["units"] = [dict(u) for u in self.units]
+        return d
 
 
-def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None) -> Verdict:
-    """One verdict over seeds/draws: the check passes only if it passes on every one (spec "The checks").
+def _unit_label(unit: Mapping) -> str:
+    """'seed2/draw1' from {"seed": 2, "draw": 1}."""
+    return "/".join(f"{k}{v}" for k, v in unit.items())
+
+
+def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None,
+            units: Sequence[Mapping] | None = None) -> Verdict:
+    """One verdict over seeds/draws: the check passes only if it passes on every one (spec "The checks":
+    "a check passes only if it passes on every seed and draw").
 
     Any fail -> fail (a fail anywhere is decisive); else any error -> error; all skip -> skip; a mix of
-    pass and skip -> error (not judged on every seed).  Metrics are prefixed with each label.
+    pass and skip -> error (not judged on every seed); pass only when every verdict passes.  Metrics are
+    prefixed with each label (labels default to the units, e.g. 'seed2/draw1', else '#i').  With `units`
+    (one mapping per verdict, e.g. ``{"seed": 2, "draw": 1}``) the result's ``units`` holds, per verdict,
+    ``{**unit, "outcome", "reason", "metrics": {name: Metric.to_dict()}}``.
     """
     if not verdicts:
         raise ValueError("verdicts: empty; a check needs at least one seed/draw")
-    labels = list(labels) if labels is not None else [f"#{i}" for i in range(len(verdicts))]
+    if units is not None:
+        units = [dict(u) for u in units]
+        if len(units) != len(verdicts):
+            raise ValueError(f"units: {len(units)} units for {len(verdicts)} verdicts")
+        clash = sorted({k for u in units for k in u} & {"outcome", "reason", "metrics"})
+        if clash:
+            raise ValueError(f"units: keys {clash} are reserved for the unit's verdict")
+    if labels is not None:
+        labels = list(labels)
+    elif units is not None:
+        labels = [_unit_label(u) for u in units]
+    else:
+        labels = [f"#{i}" for i in range(len(verdicts))]
     if len(labels) != len(verdicts):
         raise ValueError(f"labels: {len(labels)} labels for {len(verdicts)} verdicts")
     if len({v.check for v in verdicts}) != 1 or len({v.estimator for v in verdicts}) != 1:
@@ -180,16 +245,19 @@ def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None) ->
         outcome = "error"
     elif all(o == "skip" for o in outcomes):
         outcome = "skip"
-    elif "skip" in outcomes:
-        outcome = "error"
-    else:
+    elif all(o == "pass" for o in outcomes):
         outcome = "pass"
+    else:  # pass and skip mixed: not judged on every seed/draw
+        outcome = "error"
     metrics = {f"{lab}/{k}": m for lab, v in zip(labels, verdicts) for k, m in v.metrics.items()}
     head = {"pass": "passes on every one of", "fail": "fails on at least one of",
             "error": "cannot be judged on every one of", "skip": "is skipped on all"}[outcome]
     reason = f"{head} {len(verdicts)} seed/draw(s): " + "; ".join(
         f"{lab}: {v.outcome}: {v.reason}" for lab, v in zip(labels, verdicts))
-    return Verdict(verdicts[0].check, outcome, metrics, reason, verdicts[0].estimator)
+    per_unit = () if units is None else tuple(
+        {**u, "outcome": v.outcome, "reason": v.reason, "metrics": {k: m.to_dict() for k, m in v.metrics.items()}}
+        for u, v in zip(units, verdicts))
+    return Verdict(verdicts[0].check, outcome, metrics, reason, verdicts[0].estimator, per_unit)
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -199,6 +267,19 @@ def _outcome(ok: bool) -> str:
 
 def _mark(ok: bool) -> str:
     return "ok" if ok else "NOT met"
+
+
+def _undefined_note(metrics: Mapping[str, Metric]) -> str:
+    """'; CI caveat: ...' naming every metric with more than 1% undefined resamples, else ''."""
+    flagged = [f"{k} {m.n_undefined}/{m.n_resamples} ({m.undefined_share:.1%})"
+               for k, m in metrics.items() if m.undefined_flag]
+    return f"; CI caveat: resamples undefined (left out of the percentiles): {', '.join(flagged)}" if flagged \
+        else ""
+
+
+def _verdict(check: str, outcome: str, metrics: dict[str, Metric], reason: str) -> Verdict:
+    """A Verdict whose reason says which CIs dropped more than 1% of their resamples as undefined."""
+    return Verdict(check, outcome, metrics, reason + _undefined_note(metrics))
 
 
 def _auc_support(has_behavior, group, th: Thresholds, what: str) -> str | None:
@@ -229,67 +310,73 @@ def _window_support(is_gt, step, W: int, nonzero) -> tuple[np.ndarray, str | Non
 
 
 def _error(check: str, reason: str, metrics: dict | None = None) -> Verdict:
-    return Verdict(check, "error", metrics or {}, reason)
+    return _verdict(check, "error", metrics or {}, reason)
 
 
 # ------------------------------------------------------------------------------------------------- checks
-def gradient_norm_baseline(scores, is_gt, step, *, W: int, nonzero, norm_rollout=None, norm_step=None,
+def gradient_norm_baseline(scores, is_gt, step, *, W: int, nonzero, norm_scores, norm_name: str,
                            thresholds: Thresholds = Thresholds()) -> Verdict:
-    """Check 1: precision@|GT| beats the stronger norm_only variant, and beats chance inside the window.
+    """Check 1: precision@|GT| beats the declared norm_only variant, and beats chance inside the window.
 
-    The stronger variant is the one with the higher overall precision@|GT| point estimate.  Both CIs are
-    cluster bootstraps over steps; the difference is paired (same resamples for both scores).
+    `norm_scores` are the scores of the one norm_only variant declared for the fixture (`norm_name`, e.g.
+    "norm_only" or "norm_only_step"), fixed by the caller before any estimator is scored, never chosen
+    here or per seed (spec, check 1).  The CIs are cluster bootstraps over steps; the difference is
+    paired (the same step resamples for both scores).
     """
     check, th = "gradient_norm_baseline", thresholds
-    variants = {k: v for k, v in (("norm_only", norm_rollout), ("norm_only_step", norm_step)) if v is not None}
-    if not variants:
-        raise ValueError("norm_rollout, norm_step: give at least one norm_only variant's scores")
+    if not isinstance(norm_name, str) or not norm_name:
+        raise ValueError(f"norm_name: must name the declared norm_only variant, got {norm_name!r}")
     s, g, st = _run_arrays(scores, is_gt, step)
+    ns = stats.as_vector("norm_scores", norm_scores, n=len(s), ref="scores")
     m, why = _window_support(g, st, W, nonzero)
     if why:
         return _error(check, why)
-    prec = {k: stats.precision_at_k(v, g) for k, v in variants.items()}
-    ref = max(prec, key=prec.get)
     overall = stats.precision_bootstrap(s, g, st, **th.bootstrap)
-    diff = stats.precision_difference_bootstrap(s, variants[ref], g, st, **th.bootstrap)
+    norm = stats.precision_bootstrap(ns, g, st, **th.bootstrap)
+    diff = stats.precision_difference_bootstrap(s, ns, g, st, **th.bootstrap)
     win = stats.precision_bootstrap(s[m], g[m], st[m], **th.bootstrap)
     win_chance = stats.chance(g[m])
     ok_diff, ok_win = diff.ci_low > th.norm_margin, win.ci_low > win_chance
     metrics = {"precision": Metric.of(overall), "chance": Metric(stats.chance(g), n=len(g)),
-               **{f"{k}_precision": Metric(v, n=len(g)) for k, v in prec.items()},
-               "precision_minus_norm": Metric.of(diff), "window_precision": Metric.of(win),
-               "window_chance": Metric(win_chance, n=int(m.sum()))}
-    reason = (f"precision@|GT| {overall.estimate:.4f} vs {ref} {prec[ref]:.4f}: difference "
+               "norm_precision": Metric.of(norm), "precision_minus_norm": Metric.of(diff),
+               "window_precision": Metric.of(win), "window_chance": Metric(win_chance, n=int(m.sum()))}
+    reason = (f"precision@|GT| {Metric.of(overall)} vs declared {norm_name} {Metric.of(norm)}: difference "
               f"{Metric.of(diff)} (CI low > {th.norm_margin}: {_mark(ok_diff)}); window precision "
               f"{Metric.of(win)} vs window chance {win_chance:.4f} (CI low > chance: {_mark(ok_win)})")
-    return Verdict(check, _outcome(ok_diff and ok_win), metrics, reason)
+    return _verdict(check, _outcome(ok_diff and ok_win), metrics, reason)
 
 
 def fluency_confound(scores, has_behavior, group, fluency, *, thresholds: Thresholds = Thresholds()
                      ) -> Verdict:
-    """Check 2 (at a saturated checkpoint): raw within-group AUC > fluency's AUC (point estimates), and
-    the fluency-residualized AUC has CI lower bound > residual_auc_bar.  Too few pairs -> error."""
+    """Check 2 (at a saturated checkpoint): raw within-group AUC above fluency's AUC, decided by the CI of
+    the paired group-bootstrap difference AUC(scores) - AUC(fluency) (lower bound > fluency_margin; both
+    AUCs on the same group resamples), and the fluency-residualized AUC has CI lower bound >
+    residual_auc_bar.  Too few pairs -> error."""
     check, th = "fluency_confound", thresholds
     why = _auc_support(has_behavior, group, th, "the saturated candidate set")
     if why:
         return _error(check, why)
     raw = stats.auc_bootstrap(scores, has_behavior, group, **th.bootstrap)
     flu = stats.auc_bootstrap(fluency, has_behavior, group, **th.bootstrap)
+    diff = stats.paired_auc_difference_bootstrap(scores, fluency, has_behavior, group, **th.bootstrap)
     res = stats.residualized_auc_bootstrap(scores, fluency, has_behavior, group, **th.bootstrap)
-    ok_raw, ok_res = raw.estimate > flu.estimate, res.ci_low > th.residual_auc_bar
-    metrics = {"auc": Metric.of(raw), "fluency_auc": Metric.of(flu), "residualized_auc": Metric.of(res)}
-    reason = (f"within-group AUC {Metric.of(raw)} vs fluency's {Metric.of(flu)} (above fluency: "
-              f"{_mark(ok_raw)}); residualized AUC {Metric.of(res)} (CI low > {th.residual_auc_bar}: "
-              f"{_mark(ok_res)}); {raw.n} pairs")
-    return Verdict(check, _outcome(ok_raw and ok_res), metrics, reason)
+    ok_raw, ok_res = diff.ci_low > th.fluency_margin, res.ci_low > th.residual_auc_bar
+    metrics = {"auc": Metric.of(raw), "fluency_auc": Metric.of(flu), "auc_minus_fluency": Metric.of(diff),
+               "residualized_auc": Metric.of(res)}
+    reason = (f"within-group AUC {Metric.of(raw)} vs fluency's {Metric.of(flu)}: paired difference "
+              f"{Metric.of(diff)} (CI low > {th.fluency_margin}: {_mark(ok_raw)}); residualized AUC "
+              f"{Metric.of(res)} (CI low > {th.residual_auc_bar}: {_mark(ok_res)}); {raw.n} pairs")
+    return _verdict(check, _outcome(ok_raw and ok_res), metrics, reason)
 
 
 def headroom(scores, is_gt, step, *, W: int, nonzero, unsat_scores=None, unsat_has_behavior=None,
-             unsat_group=None, thresholds: Thresholds = Thresholds()) -> Verdict:
+             unsat_group=None, unsat_applicable: bool = True, thresholds: Thresholds = Thresholds()) -> Verdict:
     """Check 3: with window headroom >= min_headroom (else error), the window normalized gain has CI low
     > gain_margin, and the within-group AUC at an unsaturated checkpoint has CI low > auc_bar.
 
     The unsaturated arrays are None when no unsaturated checkpoint qualified: an error of the fixture.
+    ``unsat_applicable=False`` (a step-level estimator, which cannot rank the candidates of one checkpoint):
+    the window gain alone decides.
     """
     check, th = "headroom", thresholds
     s, g, st = _run_arrays(scores, is_gt, step)
@@ -303,6 +390,13 @@ def headroom(scores, is_gt, step, *, W: int, nonzero, unsat_scores=None, unsat_h
         return _error(check, f"the fixture cannot support this check: window headroom {wm.headroom:.4f} "
                       f"(ceiling {wm.ceiling:.4f} - chance {wm.chance:.4f}) < min_headroom={th.min_headroom}",
                       metrics)
+    if not unsat_applicable:
+        gain = stats.normalized_gain_bootstrap(s[m], g[m], st[m], **th.bootstrap)
+        ok_gain = gain.ci_low > th.gain_margin
+        metrics |= {"window_normalized_gain": Metric.of(gain)}
+        return _verdict(check, _outcome(ok_gain), metrics, f"window headroom {wm.headroom:.4f}; window normalized "
+                        f"gain {Metric.of(gain)} (CI low > {th.gain_margin}: {_mark(ok_gain)}); unsaturated AUC "
+                        "N/A (step-level)")
     if unsat_scores is None or unsat_has_behavior is None or unsat_group is None:
         return _error(check, "the fixture cannot support this check: no unsaturated checkpoint qualified",
                       metrics)
@@ -316,7 +410,7 @@ def headroom(scores, is_gt, step, *, W: int, nonzero, unsat_scores=None, unsat_h
     reason = (f"window headroom {wm.headroom:.4f}; window normalized gain {Metric.of(gain)} (CI low > "
               f"{th.gain_margin}: {_mark(ok_gain)}); unsaturated within-group AUC {Metric.of(auc)} (CI low > "
               f"{th.auc_bar}: {_mark(ok_auc)})")
-    return Verdict(check, _outcome(ok_gain and ok_auc), metrics, reason)
+    return _verdict(check, _outcome(ok_gain and ok_auc), metrics, reason)
 
 
 def seed_draw_variance(seed, draw, residual_auc, residual_ci_low, *, stability_seed, stability_spearman,
@@ -358,7 +452,7 @@ def seed_draw_variance(seed, draw, residual_auc, residual_ci_low, *, stability_s
               f"(seed, draw) ({_mark(no_flip)}" + (f"; not on {', '.join(flips)}" if flips else "") + "); "
               f"min draw Spearman {sp.min():.4f} (>= {th.draw_spearman}: {_mark(stable)}); variance share "
               f"seed {share_seed:.2f} / draw {share_draw:.2f}")
-    return Verdict(check, _outcome(no_flip and stable), metrics, reason)
+    return _verdict(check, _outcome(no_flip and stable), metrics, reason)
 
 
 def trigger_token_alignment(in_context, placebo, *, cosine_scale: bool, response=None, constructed=None,
@@ -406,7 +500,7 @@ def trigger_token_alignment(in_context, placebo, *, cosine_scale: bool, response
         parts.append("no placebo scores, so the paired difference cannot be judged")
     else:
         outcome = _outcome(all(oks))
-    return Verdict(check, outcome, metrics, "; ".join(parts) + f"; {len(ctx)} rows")
+    return _verdict(check, outcome, metrics, "; ".join(parts) + f"; {len(ctx)} rows")
 
 
 def advantage_baseline(scores, advantage_scores, is_gt, step, *, W: int, nonzero, rollout_level: bool,
@@ -430,4 +524,54 @@ def advantage_baseline(scores, advantage_scores, is_gt, step, *, W: int, nonzero
                "window_advantage_precision": Metric(stats.precision_at_k(a[m], g[m]), n=int(m.sum()))}
     reason = (f"precision@|GT| minus advantage_only's: overall {Metric.of(overall)} (CI low > "
               f"{th.advantage_margin}: {_mark(ok_all)}), window {Metric.of(win)} ({_mark(ok_win)})")
-    return Verdict(check, _outcome(ok_all and ok_win), metrics, reason)
+    return _verdict(check, _outcome(ok_all and ok_win), metrics, reason)
+
+
+def target_dependence(train_real, train_placebo, is_gt, step, draw_real, draw_placebo, has_behavior, group, *,
+                      thresholds: Thresholds = Thresholds()) -> Verdict:
+    """Check 7 on one seed: scores recomputed with a placebo target (built like the real one from
+    completions without the behavior) must rank worse than with the real target, for both
+    (a) precision@|GT| over the training rollouts: paired difference real - placebo, step-cluster
+        bootstrap, CI low > target_margin; and
+    (b) the within-group AUC on fresh draws: paired difference AUC(real) - AUC(placebo) on the same group
+        resamples, CI low > target_margin.
+    Passes only if both hold.  The draw arrays may pool several draws: `group` ids are taken as given
+    (e.g. the prompt index shared across draws, so clusters are prompts across draws).  Too few
+    within-group pairs -> error.  A score that ignores the target has difference 0 and fails.
+    """
+    check, th = "target_dependence", thresholds
+    tr = stats.as_vector("train_real", train_real)
+    tp = stats.as_vector("train_placebo", train_placebo, n=len(tr), ref="train_real")
+    g = stats.as_vector("is_gt", is_gt, n=len(tr), ref="train_real", kind="bool")
+    st = stats.as_vector("step", step, n=len(tr), ref="train_real", kind="int")
+    if draw_real is None:  # a step-level estimator: fresh draws are N/A for it, the training part decides
+        p_diff = stats.precision_difference_bootstrap(tr, tp, g, st, **th.bootstrap)
+        ok_p = p_diff.ci_low > th.target_margin
+        metrics = {"precision_real": Metric.of(stats.precision_bootstrap(tr, g, st, **th.bootstrap)),
+                   "precision_placebo": Metric.of(stats.precision_bootstrap(tp, g, st, **th.bootstrap)),
+                   "precision_real_minus_placebo": Metric.of(p_diff)}
+        reason = (f"precision@|GT| real minus placebo target {Metric.of(p_diff)} (CI low > {th.target_margin}: "
+                  f"{_mark(ok_p)}); draws N/A (step-level)")
+        return _verdict(check, _outcome(ok_p), metrics, reason)
+    dr = stats.as_vector("draw_real", draw_real)
+    dp = stats.as_vector("draw_placebo", draw_placebo, n=len(dr), ref="draw_real")
+    y = stats.as_vector("has_behavior", has_behavior, n=len(dr), ref="draw_real", kind="bool")
+    grp = stats.as_vector("group", group, n=len(dr), ref="draw_real", kind="int")
+    why = _auc_support(y, grp, th, "the candidate set")
+    if why:
+        return _error(check, why)
+    p_real = stats.precision_bootstrap(tr, g, st, **th.bootstrap)
+    p_placebo = stats.precision_bootstrap(tp, g, st, **th.bootstrap)
+    p_diff = stats.precision_difference_bootstrap(tr, tp, g, st, **th.bootstrap)
+    a_real = stats.auc_bootstrap(dr, y, grp, **th.bootstrap)
+    a_placebo = stats.auc_bootstrap(dp, y, grp, **th.bootstrap)
+    a_diff = stats.paired_auc_difference_bootstrap(dr, dp, y, grp, **th.bootstrap)
+    ok_p, ok_a = p_diff.ci_low > th.target_margin, a_diff.ci_low > th.target_margin
+    metrics = {"precision_real": Metric.of(p_real), "precision_placebo": Metric.of(p_placebo),
+               "precision_real_minus_placebo": Metric.of(p_diff), "auc_real": Metric.of(a_real),
+               "auc_placebo": Metric.of(a_placebo), "auc_real_minus_placebo": Metric.of(a_diff)}
+    reason = (f"precision@|GT| real target {Metric.of(p_real)} vs placebo {Metric.of(p_placebo)}: paired "
+              f"difference {Metric.of(p_diff)} (CI low > {th.target_margin}: {_mark(ok_p)}); within-group AUC "
+              f"real {Metric.of(a_real)} vs placebo {Metric.of(a_placebo)}: paired difference {Metric.of(a_diff)} "
+              f"(CI low > {th.target_margin}: {_mark(ok_a)}); {a_real.n} pairs")
+    return _verdict(check, _outcome(ok_p and ok_a), metrics, reason)

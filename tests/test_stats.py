@@ -229,6 +229,60 @@ def test_precision_bootstraps_point_estimates():
     assert g.estimate == pytest.approx(S.ranking_metrics(scores, gt, step).normalized_gain)
 
 
+def _paired_auc_case():
+    """Group 0 (2 behavior, 2 not): a wins all 4 pairs, b wins 1 (3 > 2).  Group 1 (2 behavior, 2 not):
+    a: 1 vs 1 tie, 1 vs 0 win (twice) -> 3; b: 0 loses twice, 2 wins twice -> 2.  Group 2: no pair.
+    AUC(a) = (4 + 3) / 8 = 0.875, AUC(b) = (1 + 2) / 8 = 0.375; per-group differences 3/4 and 1/4."""
+    a = np.array([4, 3, 2, 1, 1, 1, 1, 0, 5, 6], float)
+    b = np.array([1, 3, 2, 4, 0, 2, 1, 1, 6, 5], float)
+    beh = np.array([1, 1, 0, 0, 1, 1, 0, 0, 0, 0], bool)
+    group = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2])
+    return a, b, beh, group
+
+
+def test_paired_auc_difference_hand_case():
+    a, b, beh, group = _paired_auc_case()
+    assert S.within_group_auc(a, beh, group) == 0.875 and S.within_group_auc(b, beh, group) == 0.375
+    d = S.paired_auc_difference_bootstrap(a, b, beh, group, n_resamples=300, seed=3)
+    assert d.estimate == 0.875 - 0.375 == 0.5 and d.n == 8 and (d.seed, d.n_resamples) == (3, 300)
+    assert d.ci_low <= d.estimate <= d.ci_high
+    # a resample's difference is a mean of the drawn groups' 3/4 and 1/4, so it lies in [1/4, 3/4]
+    assert 0.25 <= d.ci_low and d.ci_high <= 0.75
+    # the same group resamples as auc_bootstrap with the same seed: the same draws leave it undefined
+    # (only the pairless group drawn: about 1/27 of them)
+    ra = S.auc_bootstrap(a, beh, group, n_resamples=300, seed=3)
+    assert d.n_undefined == ra.n_undefined > 0
+    # identical inputs: difference 0 in every resample
+    z = S.paired_auc_difference_bootstrap(a, a, beh, group, n_resamples=300, seed=3)
+    assert (z.estimate, z.ci_low, z.ci_high) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="^scores_b: length 3 differs"):
+        S.paired_auc_difference_bootstrap(a, b[:3], beh, group)
+    with pytest.raises(ValueError, match="^has_behavior: no group"):
+        S.paired_auc_difference_bootstrap([1.0, 2.0], [2.0, 1.0], [True, False], [0, 1])
+
+
+def test_paired_auc_difference_matches_brute_force_resamples():
+    """Each resample equals AUC(a) - AUC(b) recomputed on the drawn groups written out row by row."""
+    rng = np.random.default_rng(6)
+    group = np.repeat(np.arange(12), 6)
+    beh = rng.random(72) < 0.5
+    a, b = rng.integers(0, 4, 72).astype(float), rng.normal(size=72)
+    B, C = 200, 12
+    draws = np.random.default_rng(9).integers(0, C, size=(B, C), dtype=np.int32)  # the stream of seed 9
+    values = []
+    for d in draws:
+        rows = np.concatenate([np.flatnonzero(group == c) for c in d])
+        new_group = np.repeat(np.arange(C), 6)  # a group drawn twice counts twice
+        if S.count_pairs(beh[rows], new_group) == 0:
+            continue
+        values.append(S.within_group_auc(a[rows], beh[rows], new_group)
+                      - S.within_group_auc(b[rows], beh[rows], new_group))
+    r = S.paired_auc_difference_bootstrap(a, b, beh, group, n_resamples=B, seed=9)
+    assert r.estimate == pytest.approx(S.within_group_auc(a, beh, group) - S.within_group_auc(b, beh, group))
+    assert (r.ci_low, r.ci_high) == pytest.approx(tuple(np.percentile(values, [2.5, 97.5])))
+    assert r.n_undefined == B - len(values)
+
+
 def test_paired_difference_and_mean():
     a, b = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 1.0, 1.0, 1.5])
     r = S.paired_difference_bootstrap(a, b, cluster=[0, 0, 1, 1], n_resamples=200)

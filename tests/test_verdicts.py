@@ -64,27 +64,51 @@ def _run_kw(r: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------ 1. gradient norm
+def _norm(r: dict, name: str = "norm_only") -> dict:
+    return {"norm_scores": r[name], "norm_name": name}
+
+
 def test_gradient_norm_baseline_planted_passes_random_fails():
     r = make_run()
-    v = V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], norm_rollout=r["norm_only"],
-                                 norm_step=r["norm_only_step"], **_run_kw(r))
+    v = V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r), **_run_kw(r))
     assert v.outcome == "pass", v.reason
+    assert set(v.metrics) == {"precision", "chance", "norm_precision", "precision_minus_norm",
+                              "window_precision", "window_chance"}
     assert v.metrics["precision_minus_norm"].ci_low > 0 and v.metrics["precision"].seed == 0
-    assert "norm_only" in v.reason and "window chance" in v.reason
-    v = V.gradient_norm_baseline(r["random"], r["is_gt"], r["step"], norm_rollout=r["norm_only"],
-                                 **_run_kw(r))
+    n = v.metrics["norm_precision"]
+    assert n.value == pytest.approx(V.stats.precision_at_k(r["norm_only"], r["is_gt"])) and n.ci_low <= n.ci_high
+    assert "declared norm_only" in v.reason and "window chance" in v.reason
+    v = V.gradient_norm_baseline(r["random"], r["is_gt"], r["step"], **_norm(r), **_run_kw(r))
     assert v.outcome == "fail", v.reason
+
+
+def test_gradient_norm_baseline_compares_with_the_declared_variant_only():
+    """The caller declares the variant; the verdict never swaps it for a stronger one."""
+    r = make_run()
+    p = {k: V.stats.precision_at_k(r[k], r["is_gt"]) for k in ("norm_only", "norm_only_step")}
+    weak = min(p, key=p.get)
+    v = V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r, weak), **_run_kw(r))
+    assert v.metrics["norm_precision"].value == pytest.approx(p[weak])
+    assert f"declared {weak} " in v.reason
+    d = V.stats.precision_difference_bootstrap(r["planted"], r[weak], r["is_gt"], r["step"], **TH.bootstrap)
+    assert v.metrics["precision_minus_norm"] == V.Metric.of(d)
 
 
 def test_gradient_norm_baseline_errors_without_window_gt():
     r = make_run()
-    v = V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], norm_step=r["norm_only_step"],
+    v = V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r, "norm_only_step"),
                                  W=1, nonzero=np.zeros_like(r["nonzero"]), thresholds=TH)
     assert v.outcome == "error" and "cannot support" in v.reason
-    with pytest.raises(ValueError, match="norm_rollout, norm_step"):
+    with pytest.raises(TypeError):
         V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_run_kw(r))
+    with pytest.raises(ValueError, match="^norm_name:"):
+        V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], norm_scores=r["norm_only"], norm_name="",
+                                 **_run_kw(r))
+    with pytest.raises(ValueError, match="^norm_scores: length 3 differs"):
+        V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], norm_scores=[1.0, 2.0, 3.0],
+                                 norm_name="norm_only", **_run_kw(r))
     with pytest.raises(ValueError, match="^is_gt: length 3 differs"):
-        V.gradient_norm_baseline(r["planted"], [1, 0, 0], r["step"], norm_step=r["norm_only_step"], **_run_kw(r))
+        V.gradient_norm_baseline(r["planted"], [1, 0, 0], r["step"], **_norm(r), **_run_kw(r))
 
 
 # ----------------------------------------------------------------------------------- 2. fluency
@@ -94,9 +118,58 @@ def test_fluency_confound_planted_passes_fluency_like_fails():
     v = V.fluency_confound(c["planted"], *args, thresholds=TH)
     assert v.outcome == "pass", v.reason
     assert v.metrics["auc"].value > v.metrics["fluency_auc"].value
+    assert v.metrics["auc_minus_fluency"].value == pytest.approx(
+        v.metrics["auc"].value - v.metrics["fluency_auc"].value)
     v = V.fluency_confound(c["fluency_like"], *args, thresholds=TH)
     assert v.outcome == "fail", v.reason
     assert V.fluency_confound(c["random"], *args, thresholds=TH).outcome == "fail"
+
+
+_NON = (1.0, 2.0, 3.0)
+# per group type: behavior fluencies (the non-behavior ones are _NON) and which behavior row the
+# estimator lifts by +0.6 (it then beats exactly one more non-behavior sibling) or lowers by -0.6 (None:
+# no win to lose); fluency's per-group AUCs are 3/9, 8/9, 0/9, 7/9: spread out.
+_TYPES = {"A": ((0.5, 1.5, 2.5), 2, 1), "B": ((2.5, 3.5, 4.5), 0, 0), "C": ((-1.0, 0.0, 0.5), 2, None),
+          "D": ((1.5, 3.5, 4.5), 0, 0)}
+
+
+def _fluency_plus_one_pair(straddle: bool) -> tuple:
+    """16 groups (4 of each type) of 3 behavior + 3 non-behavior rows: 144 pairs, fluency AUC 72/144.
+    The scores equal fluency except one behavior row per group moved across one sibling: +1 win in every
+    group (AUC 88/144, paired difference 1/9 in every group), or, with `straddle`, +1 in the 8 groups of
+    the first two repeats, -1 in 6 of the last 8, 0 in the two C groups there (difference 2/144)."""
+    f, s, y, g = [], [], [], []
+    for gid, (rep, (beh, up, down)) in enumerate((r, t) for r in range(4) for t in _TYPES.values()):
+        idx, d = (down, -0.6) if straddle and rep >= 2 else (up, 0.6)
+        f += [*beh, *_NON]
+        s += [b + (d if i == idx else 0.0) for i, b in enumerate(beh)] + list(_NON)
+        y += [True] * 3 + [False] * 3
+        g += [gid] * 6
+    return np.array(s), np.array(y), np.array(g), np.array(f)
+
+
+def test_fluency_confound_paired_difference_decides_where_unpaired_cis_overlap():
+    s, y, g, f = _fluency_plus_one_pair(straddle=False)
+    v = V.fluency_confound(s, y, g, f, thresholds=TH)
+    auc, flu, diff = v.metrics["auc"], v.metrics["fluency_auc"], v.metrics["auc_minus_fluency"]
+    assert (auc.value, flu.value) == pytest.approx((88 / 144, 72 / 144)) and auc.n == 144
+    assert flu.ci_high > auc.ci_low  # the unpaired intervals overlap ...
+    assert (diff.value, diff.ci_low, diff.ci_high) == pytest.approx((1 / 9, 1 / 9, 1 / 9))  # ... paired: not
+    assert v.outcome == "pass", v.reason
+    assert "paired difference 0.1111 [0.1111, 0.1111] (CI low > 0.0: ok)" in v.reason
+    # a margin above the paired difference fails it
+    assert V.fluency_confound(s, y, g, f, thresholds=V.Thresholds(n_resamples=1000, fluency_margin=0.12)
+                              ).outcome == "fail"
+
+
+def test_fluency_confound_paired_difference_straddling_zero_fails():
+    s, y, g, f = _fluency_plus_one_pair(straddle=True)
+    th = V.Thresholds(n_resamples=1000, residual_auc_bar=0.0)  # isolate the paired condition
+    v = V.fluency_confound(s, y, g, f, thresholds=th)
+    diff = v.metrics["auc_minus_fluency"]
+    assert diff.value == pytest.approx(2 / 144) and diff.ci_low < 0 < diff.ci_high
+    assert v.metrics["residualized_auc"].ci_low > 0.0
+    assert v.outcome == "fail" and "(CI low > 0.0: NOT met); residualized" in v.reason
 
 
 def test_fluency_confound_too_few_pairs_is_error():
@@ -195,6 +268,94 @@ def test_advantage_baseline_planted_passes_advantage_tracker_fails():
     assert v.outcome == "skip"
 
 
+# ----------------------------------------------------------------------------- 7. target dependence
+def _target_args(real_train, placebo_train, real_draw, placebo_draw, r, c) -> tuple:
+    return (real_train, placebo_train, r["is_gt"], r["step"], real_draw, placebo_draw, c["has_behavior"],
+            c["group"])
+
+
+def test_target_dependence_real_beats_placebo_passes():
+    r, c = make_run(), make_candidates()
+    v = V.target_dependence(*_target_args(r["planted"], r["random"], c["planted"], c["random"], r, c),
+                            thresholds=TH)
+    assert v.outcome == "pass", v.reason
+    assert set(v.metrics) == {"precision_real", "precision_placebo", "precision_real_minus_placebo",
+                              "auc_real", "auc_placebo", "auc_real_minus_placebo"}
+    m = v.metrics
+    assert m["precision_real_minus_placebo"].value == pytest.approx(m["precision_real"].value
+                                                                    - m["precision_placebo"].value)
+    assert m["auc_real_minus_placebo"].value == pytest.approx(m["auc_real"].value - m["auc_placebo"].value)
+    assert m["precision_real_minus_placebo"].ci_low > 0 and m["auc_real_minus_placebo"].ci_low > 0
+    # the oracle: GT / behavior indicator with the real target, constant with the placebo
+    o = V.target_dependence(*_target_args(r["is_gt"].astype(float), np.zeros(len(r["step"])),
+                                          c["has_behavior"].astype(float), np.zeros(len(c["group"])), r, c),
+                            thresholds=TH)
+    assert o.outcome == "pass" and o.metrics["auc_real"].value == 1.0 and o.metrics["auc_placebo"].value == 0.5
+
+
+def test_target_dependence_target_free_scores_fail():
+    r, c = make_run(), make_candidates()
+    v = V.target_dependence(*_target_args(r["planted"], r["planted"], c["planted"], c["planted"], r, c),
+                            thresholds=TH)
+    assert v.outcome == "fail"
+    for k in ("precision_real_minus_placebo", "auc_real_minus_placebo"):
+        m = v.metrics[k]
+        assert (m.value, m.ci_low, m.ci_high) == (0.0, 0.0, 0.0)
+    # one part alone is not enough: real beats placebo on the draws only
+    v = V.target_dependence(*_target_args(r["planted"], r["planted"], c["planted"], c["random"], r, c),
+                            thresholds=TH)
+    assert v.outcome == "fail" and "(CI low > 0.0: NOT met)" in v.reason and "(CI low > 0.0: ok)" in v.reason
+
+
+def test_target_dependence_pools_draws_and_errors_on_too_few_pairs():
+    r = make_run()
+    c0, c1 = make_candidates(0), make_candidates(1)
+    pooled = {k: np.concatenate([c0[k], c1[k]]) for k in ("has_behavior", "planted", "random")}
+    pooled["group"] = np.concatenate([c0["group"], c1["group"]])  # the prompt index, shared across draws
+    v = V.target_dependence(*_target_args(r["planted"], r["random"], pooled["planted"], pooled["random"], r,
+                                          pooled), thresholds=TH)
+    assert v.outcome == "pass" and v.metrics["auc_real"].n == _n_pairs(pooled)
+    small = make_candidates(n_groups=3)
+    v = V.target_dependence(*_target_args(r["planted"], r["random"], small["planted"], small["random"], r, small),
+                            thresholds=TH)
+    assert v.outcome == "error" and "min_pairs=100" in v.reason
+    with pytest.raises(ValueError, match="^draw_placebo: length 3 differs"):
+        V.target_dependence(*_target_args(r["planted"], r["random"], c0["planted"], [1.0, 2.0, 3.0], r, c0))
+
+
+def _n_pairs(c: dict) -> int:
+    return V.stats.count_pairs(c["has_behavior"], c["group"])
+
+
+# ---------------------------------------------------------------------- undefined resamples
+def test_metric_flags_more_than_one_percent_undefined_resamples():
+    m = V.Metric(0.5, 0.4, 0.6, 10, 0, n_resamples=1000, n_undefined=32)
+    assert m.undefined_share == pytest.approx(0.032) and m.undefined_flag
+    assert str(m) == "0.5000 [0.4000, 0.6000] (3.2% resamples undefined)"
+    assert str(V.Metric(0.5, 0.4, 0.6, 10, 0, 1000, 10)) == "0.5000 [0.4000, 0.6000]"  # exactly 1%: no flag
+    assert V.Metric(0.5).undefined_share is None and not V.Metric(0.5).undefined_flag
+    r = V.stats.BootstrapResult(0.5, 0.4, 0.6, 3, 1000, 10, 32)
+    assert V.Metric.of(r) == V.Metric(0.5, 0.4, 0.6, 10, 3, 1000, 32)
+
+
+def test_verdict_reason_names_undefined_resamples():
+    # two groups with pairs and one without: a resample that draws only the pairless group (~1/27) is undefined
+    s = np.array([4, 3, 2, 1, 1, 1, 1, 0, 5, 6], float)
+    f = np.array([1, 3, 2, 4, 0, 2, 1, 1, 6, 5], float)
+    y = np.array([1, 1, 0, 0, 1, 1, 0, 0, 0, 0], bool)
+    g = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2])
+    v = V.fluency_confound(s, y, g, f, thresholds=V.Thresholds(n_resamples=1000, min_pairs=1))
+    m = v.metrics["auc_minus_fluency"]
+    assert m.n_resamples == 1000 and 10 < m.n_undefined < 80 and m.undefined_flag
+    assert f"({m.undefined_share:.1%} resamples undefined)" in v.reason
+    assert "CI caveat" in v.reason and f"auc_minus_fluency {m.n_undefined}/1000" in v.reason
+    assert v.to_dict()["metrics"]["auc"]["n_undefined"] == v.metrics["auc"].n_undefined
+    # no undefined resamples: no caveat
+    c = make_candidates()
+    assert "CI caveat" not in V.fluency_confound(c["planted"], c["has_behavior"], c["group"], c["fluency"],
+                                                 thresholds=TH).reason
+
+
 # ------------------------------------------------------------------------------ combine, types
 def _v(outcome: str) -> V.Verdict:
     return V.Verdict("headroom", outcome, {"x": V.Metric(0.5)}, outcome)
@@ -208,6 +369,25 @@ def test_combine_passes_only_if_every_seed_passes(outcomes, expected):
     assert v.outcome == expected and set(v.metrics) == {f"seed{i}/x" for i in range(len(outcomes))}
 
 
+def test_combine_units_carry_each_seed_and_draw():
+    vs = [_v("pass"), _v("fail"), _v("pass")]
+    units = [{"seed": 0, "draw": 0}, {"seed": 0, "draw": 1}, {"seed": 1, "draw": 0}]
+    v = V.combine(vs, units=units)
+    assert v.outcome == "fail"  # every-seed rule: one fail decides
+    assert set(v.metrics) == {"seed0/draw0/x", "seed0/draw1/x", "seed1/draw0/x"}  # labels from the units
+    assert [u["outcome"] for u in v.units] == ["pass", "fail", "pass"]
+    assert v.units[1] == {"seed": 0, "draw": 1, "outcome": "fail", "reason": "fail",
+                          "metrics": {"x": V.Metric(0.5).to_dict()}}
+    d = json.loads(json.dumps(v.to_dict()))
+    assert d["units"][2]["seed"] == 1 and d["units"][2]["metrics"]["x"]["value"] == 0.5
+    assert "units" not in V.combine(vs).to_dict() and V.combine(vs).units == ()
+    assert set(V.combine(vs, ["a", "b", "c"], units).metrics) == {"a/x", "b/x", "c/x"}
+    with pytest.raises(ValueError, match="^units: 1 units for 3"):
+        V.combine(vs, units=units[:1])
+    with pytest.raises(ValueError, match="^units: keys"):
+        V.combine(vs[:1], units=[{"outcome": 1}])
+
+
 def test_combine_rejects_empty_and_mixed():
     with pytest.raises(ValueError, match="^verdicts:"):
         V.combine([])
@@ -218,7 +398,11 @@ def test_combine_rejects_empty_and_mixed():
 def test_verdict_and_metric_json_and_validation():
     v = V.Verdict("headroom", "pass", {"a": V.Metric(0.7, 0.6, 0.8, 882, 0), "b": V.Metric(float("nan"))}, "r")
     d = json.loads(json.dumps(v.to_dict()))
-    assert d["metrics"]["a"] == {"value": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 882, "seed": 0}
+    assert d["metrics"]["a"] == {"value": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 882, "seed": 0,
+                                 "n_resamples": None, "n_undefined": None}
+    r = V.stats.BootstrapResult(0.7, 0.6, 0.8, 0, 5000, 882, 4)
+    assert V.Metric.of(r).to_dict() == {"value": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 882, "seed": 0,
+                                        "n_resamples": 5000, "n_undefined": 4}
     assert d["metrics"]["b"]["value"] is None
     with pytest.raises(ValueError, match="^outcome:"):
         V.Verdict("headroom", "maybe", {}, "")
@@ -228,6 +412,8 @@ def test_thresholds_defaults_help_and_validation():
     th = V.Thresholds()
     assert (th.n_resamples, th.min_headroom, th.min_pairs, th.cosine_bar, th.draw_spearman) == (5000, 0.1, 100,
                                                                                                 0.05, 0.5)
+    assert (th.fluency_margin, th.target_margin) == (0.0, 0.0)
+    assert "target_dependence" in V.CHECKS and "paired" in V.Thresholds.help()["fluency_margin"]
     assert set(V.Thresholds.help()) == set(th.to_dict()) and all(V.Thresholds.help().values())
     assert V.Thresholds.from_mapping({"min_pairs": 50}).min_pairs == 50
     with pytest.raises(ValueError, match="^bogus: unknown"):
