@@ -8,13 +8,25 @@ with ``name``, ``capabilities``, ``level`` and ``score`` (structural typing: a t
 Labels stay behind a wall (architecture.md): the harness holds a ``CandidateData`` (visible rows, labels,
 sketches) and hands an estimator only ``CandidateData.view_for(estimator)``, a ``Candidates`` object built
 from the visible arrays and the sketches its capabilities unlock. The labels live in a separate ``Labels``
-object that the view never references; estimators that declare ``labels`` (controls only) receive it as
-``score(candidates, target, labels=...)``. ``score_estimator`` is the one call the checks make: it builds the
-view, calls ``score`` twice and turns every way a score vector can be wrong into a named ``EstimatorError``.
+object that the view never references. Only the suite's own test-only controls (``TEST_ONLY``, checked by class
+identity in ``labels_allowed``) may declare ``labels``; they receive them as ``score(candidates, target,
+labels=...)``, and for a placebo target a seeded permutation of them (uninformative). Any other estimator that
+declares ``labels`` is refused (``LabelsRefusedError``). ``score_estimator`` is the one call the checks make: it
+builds the view, calls ``score`` twice and turns every way a score vector can be wrong into a named
+``EstimatorError`` (including a ``level="step"`` estimator whose scores differ inside a step).
+
+What the wall holds against (issue "Gate integrity"): every array a view or a ``Target`` exposes is a fresh
+in-memory copy that owns its data (``base is None``), made once when the container is built, so no ``.base``
+chain reaches a memory map, a file name, a manifest or a fixture object; mappings are ``MappingProxyType``
+over plain dicts built per view. What it cannot hold against: code running in the same process can walk the
+interpreter (``gc.get_objects()``, ``sys._getframe().f_back`` up to the harness's frames, monkeypatching) and
+flip ``flags.writeable`` back on an owning array. Only a separate process would close that; the wall makes
+reading labels a deliberate act, never an accident of reaching through an attribute.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +53,12 @@ class Capability(StrEnum):
 LEVELS = ("rollout", "step")
 TARGET_KINDS = ("sequence", "in_context", "constructed", "placebo")
 SOURCES = ("training", "draw")  # training rollouts of the run, or fresh candidates drawn at a checkpoint
+
+# The suite's own test-only controls, by import path: the only estimators that may declare ``labels``. Matched
+# by class identity (``type(est) is <the class at that path>``), never by name and never for a subclass.
+TEST_ONLY: frozenset[str] = frozenset({"estimators.controls:Oracle"})
+# Seed of the one permutation that makes labels uninformative for a placebo target (see ``score_estimator``).
+PLACEBO_SEED = 12345
 
 # schema.md, "visible to estimators". Anything else in the rows must be a label, or construction fails.
 VISIBLE_FIELDS = (
@@ -120,6 +138,19 @@ class MissingFieldError(MissingInputError, AttributeError):
     """A row field this data lacks (an ``AttributeError`` too, so ``getattr(view, f, default)`` works)."""
 
 
+class LabelsRefusedError(EstimatorError):
+    """An estimator that is not one of the suite's test-only controls declared ``labels``."""
+
+    def __init__(self, estimator: str, where: str = ""):
+        super().__init__(estimator, f"{where}declares 'labels'; ground truth is given only to the suite's own "
+                                    "test-only controls (bt_bench.estimator.TEST_ONLY); a real estimator must "
+                                    "not read labels")
+
+
+class LevelMismatchError(EstimatorError):
+    """A ``level="step"`` estimator gave different scores to rollouts of the same step."""
+
+
 # -------------------------------------------------------------------------------------------- protocol
 @runtime_checkable
 class Estimator(Protocol):
@@ -172,6 +203,32 @@ def describe(estimator: Any) -> str:
     return text.splitlines()[0].strip() if text else ""
 
 
+def _import_path(path: str) -> Any:
+    module_name, _, attr = path.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def labels_allowed(estimator: Any) -> bool:
+    """True only when ``type(estimator)`` is exactly one of the classes at the ``TEST_ONLY`` import paths."""
+    for path in TEST_ONLY:
+        try:
+            cls = _import_path(path)
+        except (ImportError, AttributeError):  # not importable here: that path allows nothing
+            continue
+        if type(estimator) is cls:
+            return True
+    return False
+
+
+def check_labels(estimator: Any) -> None:
+    """Raise ``LabelsRefusedError`` if ``estimator`` declares ``labels`` and is not a ``TEST_ONLY`` control."""
+    if Capability.LABELS in getattr(estimator, "capabilities", ()) and not labels_allowed(estimator):
+        raise LabelsRefusedError(str(getattr(estimator, "name", type(estimator).__name__)))
+
+
 # -------------------------------------------------------------------------------------------- containers
 @dataclass(frozen=True)
 class Checkpoint:
@@ -191,16 +248,11 @@ class Checkpoint:
             raise ValueError(f"Checkpoint.batch_size must be finite and > 0, got {self.batch_size!r}")
 
 
-def _readonly(a: Any) -> np.ndarray:
-    """A read-only view; a copy if it is a slice of a structured array (other columns could be labels)."""
-    arr = np.asarray(a)
-    base = arr
-    while isinstance(base, np.ndarray):
-        if base.dtype.names is not None:
-            arr = np.array(arr, copy=True)
-            break
-        base = base.base
-    out = arr.view()
+def _frozen(a: Any) -> np.ndarray:
+    """A fresh in-memory copy that owns its data (``base is None``), made read-only: exposed as is, never as a
+    view, so nothing reachable from it leads back to the input (a memory map and its file, a structured array
+    whose other columns are labels, a fixture object). ``np.array`` drops ndarray subclasses (``np.memmap``)."""
+    out = np.array(a, copy=True)
     out.flags.writeable = False
     return out
 
@@ -208,7 +260,7 @@ def _readonly(a: Any) -> np.ndarray:
 def _freeze_vectors(where: str, vectors: Mapping[int, Any]) -> Mapping[int, np.ndarray]:
     out: dict[int, np.ndarray] = {}
     for step, vec in vectors.items():
-        v = _readonly(vec)
+        v = _frozen(vec)
         if v.ndim != 1 or not np.issubdtype(v.dtype, np.floating) or not np.all(np.isfinite(v)):
             raise ValueError(f"{where}[{step}] must be a finite 1-D float vector, got {v.dtype}{v.shape}")
         out[int(step)] = v
@@ -290,6 +342,10 @@ class Labels:
     def names(self) -> tuple[str, ...]:
         return tuple(self._data)
 
+    def permuted(self, perm: np.ndarray) -> Labels:
+        """Every label array reordered by the one permutation ``perm`` (fresh read-only copies)."""
+        return Labels({k: _frozen(v[perm]) for k, v in self._data.items()})
+
 
 class _Field:
     """Descriptor exposing one visible row field of a ``Candidates`` view."""
@@ -312,8 +368,16 @@ class Candidates:
     ``group``, ``advantage``, tokens, ``lr`` ...); sketches come from methods that check the capability.
     It holds no reference to labels: they are not in this object nor in anything it points to."""
 
-    __slots__ = ("_estimator", "_caps", "_fields", "_sketches", "_checkpoints", "_source", "_token_level",
-                 "_model_loader")
+    __slots__ = (
+        "_caps",
+        "_checkpoints",
+        "_estimator",
+        "_fields",
+        "_model_loader",
+        "_sketches",
+        "_source",
+        "_token_level",
+    )
     uid = _Field(); step = _Field(); group = _Field(); gen_index = _Field()  # noqa: E702
     prompt_ids = _Field(); prompt_mask = _Field(); completion_ids = _Field(); completion_mask = _Field()  # noqa
     advantage = _Field(); lr = _Field(); num_items_in_batch = _Field(); has_trigger = _Field()  # noqa: E702
@@ -363,6 +427,10 @@ class Candidates:
                                                    f"{cap.value!r}; add it to `capabilities` "
                                                    f"(declared: {sorted(self._caps)})")
         if key not in self._sketches:
+            if key in _TOKEN_SWAP and not self._token_level:
+                raise MissingInputError(self._estimator, f"{key!r} is given only in a token-restricted view, "
+                                                         f"where it is the {_TOKEN_SWAP[key]!r} sketch "
+                                                         "(CandidateData.token_restricted())")
             where = ", token-restricted view" if self._token_level else ""
             raise MissingInputError(self._estimator, f"this data provides no {key!r} "
                                                      f"(capability {cap.value!r}{where})")
@@ -406,7 +474,8 @@ class CandidateData:
 
     ``rows`` is the schema.md rollout table (one array per field, one row per rollout); label fields are
     split off into ``labels``; an unknown field is refused so nothing label-like slips into the view under a
-    new name.
+    new name. Rows and sketches are copied into memory once, here (the harness passes memory-mapped arrays);
+    every ``view_for`` then hands out those same read-only copies.
     """
 
     def __init__(self, rows: Mapping[str, Any], sketches: Mapping[str, Any] | None = None, *,
@@ -417,9 +486,9 @@ class CandidateData:
         visible, labels = {}, {}
         for key, arr in rows.items():
             if key in VISIBLE_FIELDS:
-                visible[key] = _readonly(arr)
+                visible[key] = _frozen(arr)
             elif key in LABEL_FIELDS or key.startswith("reward_"):
-                labels[key] = _readonly(arr)
+                labels[key] = _frozen(arr)
             else:
                 raise ValueError(f"CandidateData.rows: unknown field {key!r}; visible fields are "
                                  f"{VISIBLE_FIELDS}, labels are {LABEL_FIELDS} and reward_<function>")
@@ -444,7 +513,7 @@ class CandidateData:
         layout = SKETCH_KEYS[key][1]
         if layout == "per_step":
             # {step: [k] sketch} or {step: float norm}
-            return MappingProxyType({int(s): _readonly(v) if np.ndim(v) else float(v)
+            return MappingProxyType({int(s): _frozen(v) if np.ndim(v) else float(v)
                                      for s, v in value.items()})
         if layout == "per_ckpt":
             steps = {c.step for c in self.checkpoints}
@@ -456,7 +525,7 @@ class CandidateData:
         return self._check_rows(key, value, 2 if layout == "rows" else 1)
 
     def _check_rows(self, where: str, value: Any, ndim: int) -> np.ndarray:
-        arr = _readonly(value)
+        arr = _frozen(value)
         if arr.ndim != ndim or arr.shape[0] != self.n:
             want = f"[{self.n},k]" if ndim == 2 else f"[{self.n}]"
             raise ValueError(f"CandidateData.sketches[{where}] must have shape {want}, got {arr.shape}")
@@ -466,23 +535,38 @@ class CandidateData:
     def sketch_keys(self) -> tuple[str, ...]:
         return tuple(self._sketches)
 
+    @property
+    def step(self) -> np.ndarray:
+        """The candidates' step field (harness side; ``score_estimator`` checks step-level scores with it)."""
+        return self._visible["step"]
+
     def token_restricted(self) -> CandidateData:
-        """The same candidates with sketches of the behavior tokens' log-prob only (checklist item 5)."""
+        """The same candidates with sketches of the behavior tokens' log-prob only (checklist item 5).
+
+        Shares this object's read-only copies (no second copy): built without going through ``__init__``."""
         sk = {_TOKEN_SWAP[k]: v for k, v in self._sketches.items() if k in _TOKEN_SWAP}
         if not sk:
             raise MissingInputError("data", "no token-restricted sketches (token_checkpoint / token_in_run)")
         sk.update({k: self._sketches[k] for k in _TOKEN_KEEP if k in self._sketches})
-        return CandidateData({**self._visible, **{k: self.labels[k] for k in self.labels.names}}, sk,
-                             checkpoints=self.checkpoints, source=self.source, model_loader=self.model_loader,
-                             token_level=True)
+        out = object.__new__(CandidateData)
+        out.n, out.checkpoints, out.source, out.model_loader = self.n, self.checkpoints, self.source, \
+            self.model_loader
+        out.token_level, out._visible, out.labels, out._sketches = True, self._visible, self.labels, sk
+        return out
 
     def view_for(self, estimator: Estimator) -> Candidates:
-        """The view ``estimator`` may read: visible rows plus only the sketches its capabilities unlock."""
+        """The view ``estimator`` may read: visible rows plus only the sketches its capabilities unlock.
+
+        A full view (``token_level=False``) never holds the token sketches, whatever the capabilities: they
+        exist only as the ``checkpoint``/``in_run`` sketches of a ``token_restricted()`` view. Arrays are the
+        read-only copies made at construction; every mapping is a fresh ``MappingProxyType`` per view."""
         caps = frozenset(estimator.capabilities)
         if self.token_level and Capability.TOKEN_SKETCHES not in caps:
             raise CapabilityError(estimator.name, "cannot score token-restricted sketches: it does not "
                                                   "declare 'token_sketches'")
-        sketches = {k: v for k, v in self._sketches.items() if SKETCH_KEYS[k][0] in caps}
+        sketches = {k: MappingProxyType(dict(v)) if isinstance(v, Mapping) else v
+                    for k, v in self._sketches.items()
+                    if SKETCH_KEYS[k][0] in caps and (self.token_level or k not in _TOKEN_SWAP)}
         return Candidates(estimator.name, caps, self._visible, sketches, self.checkpoints, self.source,
                           self.token_level, self.model_loader)
 
@@ -528,25 +612,58 @@ def _call(name: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: An
         raise ScoringFailedError(name, f"{what} raised {type(exc).__name__}: {exc}") from exc
 
 
+def check_step_level(name: str, scores: np.ndarray, step: np.ndarray) -> None:
+    """A ``level="step"`` estimator shares one score across the rollouts of a step: exact float64 equality
+    inside every step, else ``LevelMismatchError`` naming the first (lowest) offending step."""
+    step = np.asarray(step)
+    order = np.argsort(step, kind="stable")
+    s, v = step[order], np.asarray(scores, dtype=np.float64)[order]
+    bad = np.flatnonzero((s[1:] == s[:-1]) & (v[1:] != v[:-1]))
+    if bad.size:
+        first = s[bad[0] + 1]
+        block = v[s == first]
+        raise LevelMismatchError(name, f"declares level='step' but step {first.item()!r} has "
+                                       f"{np.unique(block).size} distinct scores over {block.size} rollouts; "
+                                       "declare level='rollout' or return one score per step")
+
+
 def fit_estimator(estimator: Estimator, run_data: CandidateData) -> None:
     """Call the optional ``fit(run_view)`` with the label-free view of the run's training rollouts."""
+    validate_estimator(estimator)
+    check_labels(estimator)
     fit = getattr(estimator, "fit", None)
     if fit is not None:
         _call(estimator.name, "fit", fit, run_data.view_for(estimator))
 
 
 def score_estimator(estimator: Estimator, data: CandidateData, target: Target, *,
-                    check_determinism: bool = True) -> np.ndarray:
-    """Score ``data`` against ``target`` and validate the result; every failure is an ``EstimatorError``."""
+                    check_determinism: bool = True, placebo: bool = False) -> np.ndarray:
+    """Score ``data`` against ``target`` and validate the result; every failure is an ``EstimatorError``.
+
+    ``placebo``: ``target`` is a placebo (the caller hands it over with the same ``kind`` as the real target,
+    so an estimator cannot tell the two apart). Only the labels a test-only control receives change: every
+    label array is permuted by one seeded permutation (``PLACEBO_SEED``), so the oracle's scores become a
+    random relabeling, uninformative but never constant. An estimator declaring ``labels`` that is not a
+    ``TEST_ONLY`` control raises ``LabelsRefusedError``.
+    """
     validate_estimator(estimator)
+    check_labels(estimator)
     name = estimator.name
-    kwargs = {"labels": data.labels} if Capability.LABELS in estimator.capabilities else {}
+    kwargs: dict[str, Labels] = {}
+    if Capability.LABELS in estimator.capabilities:
+        perm = np.random.default_rng(PLACEBO_SEED).permutation(data.n) if placebo else None
+        kwargs["labels"] = data.labels if perm is None else data.labels.permuted(perm)
 
     def once() -> np.ndarray:
         raw = _call(name, "score", estimator.score, data.view_for(estimator), target, **kwargs)
         return validate_scores(name, raw, data.n)
 
     first = once()
+    # Only training rollouts are checked: draw candidates all come from one checkpoint, i.e. one step, so
+    # "one score per step" would make every step-level draw score vector constant (a ConstantScoreError);
+    # a step-level estimator's scores on draws are per candidate by construction.
+    if estimator.level == "step" and data.source == "training":
+        check_step_level(name, first, data.step)
     if check_determinism:
         check_deterministic(name, first, once())
     return first

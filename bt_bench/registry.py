@@ -7,20 +7,42 @@ the distribution and the entry point. A dotted path ``pkg.module:Class`` works w
 An entry point may name a class or factory (called with the keyword arguments given to ``get_estimator``) or a
 ready estimator object. A registered estimator's ``name`` must equal its entry-point name, so reports are
 labeled with the name that selected it.
+
+Labels (issue "Gate integrity"): an entry-point estimator that declares ``labels`` is refused at load
+(``LabelsRefusedError``), whatever its distribution. The suite's own test-only controls (``oracle``) are not
+entry points: they resolve from the internal table ``_BUILTIN_TEST_ONLY``, are listed with ``test_only=True``
+and never run by default. An entry point that claims one of those names for another target is refused.
+``provenance`` says where an estimator comes from and hashes its source.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib
+import inspect
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, packages_distributions, version
+from pathlib import Path
 from typing import Any
 
-from bt_bench.estimator import Estimator, EstimatorError, InvalidEstimatorError, describe, validate_estimator
+from bt_bench.estimator import (
+    Capability,
+    Estimator,
+    EstimatorError,
+    InvalidEstimatorError,
+    LabelsRefusedError,
+    check_labels,
+    describe,
+    labels_allowed,
+    validate_estimator,
+)
 
 GROUP = "bt_bench.estimators"
 DOTTED = "(dotted path)"
+BUILTIN_DISTRIBUTION = "bt-bench"
+# The suite's own test-only controls: resolved here, never from an entry point (checklist "Controls").
+_BUILTIN_TEST_ONLY = {"oracle": "estimators.controls:Oracle"}
 
 
 class RegistryError(EstimatorError):
@@ -55,9 +77,16 @@ def _dist_name(ep: EntryPoint) -> str:
 
 
 def _entry_points() -> dict[str, EntryPoint]:
-    """Registered entry points by name. The same name from two places with different targets is refused."""
+    """Registered entry points by name. The same name from two places with different targets is refused, and
+    so is an entry point claiming a built-in test-only name for another target (one naming the built-in's own
+    target, e.g. stale metadata of an older bt-bench install, is ignored: the built-in table wins)."""
     found: dict[str, EntryPoint] = {}
     for ep in entry_points(group=GROUP):
+        if ep.name in _BUILTIN_TEST_ONLY:
+            if ep.value == _BUILTIN_TEST_ONLY[ep.name]:
+                continue
+            raise RegistryError(ep.name, f"entry point {ep.name} = {ep.value} ({_dist_name(ep)}) claims the "
+                                         "name of a built-in test-only control; rename or uninstall it")
         seen = found.get(ep.name)
         if seen is not None and seen.value != ep.value:
             raise RegistryError(ep.name, f"registered twice: {seen.value} ({_dist_name(seen)}) and "
@@ -67,8 +96,8 @@ def _entry_points() -> dict[str, EntryPoint]:
 
 
 def available_names() -> list[str]:
-    """Every registered name, sorted (imports nothing)."""
-    return sorted(_entry_points())
+    """Every selectable name (entry points and built-in test-only controls), sorted (imports nothing)."""
+    return sorted({*_entry_points(), *_BUILTIN_TEST_ONLY})
 
 
 def _instantiate(label: str, where: str, obj: Any, kwargs: dict[str, Any]) -> Estimator:
@@ -83,17 +112,31 @@ def _instantiate(label: str, where: str, obj: Any, kwargs: dict[str, Any]) -> Es
     return validate_estimator(obj)
 
 
-def _load_dotted(path: str, kwargs: dict[str, Any]) -> Estimator:
+def _import(label: str, path: str) -> Any:
     module_name, _, attr = path.partition(":")
     if not module_name or not attr:
-        raise RegistryError(path, "a dotted path must look like 'package.module:ClassName'")
+        raise RegistryError(label, "a dotted path must look like 'package.module:ClassName'")
     try:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             obj = getattr(obj, part)
     except Exception as exc:
-        raise PluginLoadError(path, f"importing {path} raised {type(exc).__name__}: {exc}") from exc
-    return _instantiate(path, path, obj, kwargs)
+        raise PluginLoadError(label, f"importing {path} raised {type(exc).__name__}: {exc}") from exc
+    return obj
+
+
+def _load_dotted(path: str, kwargs: dict[str, Any]) -> Estimator:
+    est = _instantiate(path, path, _import(path, path), kwargs)
+    check_labels(est)  # a labels estimator by dotted path: only a TEST_ONLY control itself
+    return est
+
+
+def _load_builtin(name: str, kwargs: dict[str, Any]) -> Estimator:
+    path = _BUILTIN_TEST_ONLY[name]
+    est = _instantiate(name, f"built-in {path}", _import(name, path), kwargs)
+    if est.name != name or not labels_allowed(est):
+        raise InvalidEstimatorError(name, f"built-in {path} is not the suite's test-only control {name!r}")
+    return est
 
 
 def _load_entry_point(ep: EntryPoint, kwargs: dict[str, Any]) -> Estimator:
@@ -103,6 +146,8 @@ def _load_entry_point(ep: EntryPoint, kwargs: dict[str, Any]) -> Estimator:
     except Exception as exc:
         raise PluginLoadError(ep.name, f"loading {where} raised {type(exc).__name__}: {exc}") from exc
     est = _instantiate(ep.name, where, obj, kwargs)
+    if Capability.LABELS in est.capabilities:  # from any distribution, the suite's own oracle included
+        raise LabelsRefusedError(ep.name, f"{where} ")
     if est.name != ep.name:
         raise InvalidEstimatorError(ep.name, f"{where} yields an estimator named {est.name!r}; set its "
                                              f"`name` to {ep.name!r} so reports carry the name that "
@@ -118,39 +163,103 @@ def get_estimator(name: str, **kwargs: Any) -> Estimator:
     """
     if ":" in name:
         return _load_dotted(name, kwargs)
+    if name in _BUILTIN_TEST_ONLY:
+        return _load_builtin(name, kwargs)
     eps = _entry_points()
     if name not in eps:
-        close = difflib.get_close_matches(name, list(eps), n=3, cutoff=0.6)
+        names = sorted({*eps, *_BUILTIN_TEST_ONLY})
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         raise UnknownEstimatorError(name, f"no estimator registered under this name; {hint}"
-                                          f"available: {', '.join(sorted(eps)) or '(none)'}; "
+                                          f"available: {', '.join(names) or '(none)'}; "
                                           "or give a dotted path 'package.module:ClassName'")
     return _load_entry_point(eps[name], kwargs)
 
 
-def _info(name: str, distribution: str, target: str, load: Any) -> EstimatorInfo:
+def _info(name: str, distribution: str, target: str, load: Any, test_only: bool | None = None) -> EstimatorInfo:
     try:
         est = load()
     except EstimatorError as exc:
         return EstimatorInfo(name, distribution, target, error=str(exc))
+    flag = bool(getattr(est, "test_only", False)) if test_only is None else test_only
     return EstimatorInfo(name, distribution, target, tuple(sorted(est.capabilities)), est.level,
-                         describe(est), bool(getattr(est, "test_only", False)))
+                         describe(est), flag)
+
+
+def _builtin_info(name: str) -> EstimatorInfo:
+    return _info(name, BUILTIN_DISTRIBUTION, _BUILTIN_TEST_ONLY[name], lambda: _load_builtin(name, {}), True)
 
 
 def list_estimators() -> list[EstimatorInfo]:
-    """Every registered estimator with its capabilities and description; a broken one carries ``error``."""
-    return [_info(n, _dist_name(ep), ep.value, lambda ep=ep: _load_entry_point(ep, {}))
-            for n, ep in sorted(_entry_points().items())]
+    """Every registered estimator and built-in test-only control with its capabilities and description,
+    sorted by name; a broken one carries ``error``."""
+    rows = [_info(n, _dist_name(ep), ep.value, lambda ep=ep: _load_entry_point(ep, {}))
+            for n, ep in _entry_points().items()]
+    rows += [_builtin_info(n) for n in _BUILTIN_TEST_ONLY]
+    return sorted(rows, key=lambda i: i.name)
 
 
 def describe_estimator(name: str) -> EstimatorInfo:
     """The listing row for one name or dotted path (imports only that one)."""
     if ":" in name:
         return _info(name, DOTTED, name, lambda: _load_dotted(name, {}))
+    if name in _BUILTIN_TEST_ONLY:
+        return _builtin_info(name)
     ep = _entry_points().get(name)
     if ep is None:
         get_estimator(name)  # raises UnknownEstimatorError with the did-you-mean hint
     return _info(name, _dist_name(ep), ep.value, lambda: _load_entry_point(ep, {}))
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
+def _distribution_of_module(module: str) -> tuple[str | None, str | None]:
+    """(distribution, version) that ships the top-level package of ``module``, else (None, None)."""
+    dists = packages_distributions().get(module.partition(".")[0]) or []
+    return (dists[0], _version(dists[0])) if dists else (None, None)
+
+
+def _source_sha256(cls: type) -> str | None:
+    """sha256 over the bytes of the source file of the module that defines ``cls``. Only that one file:
+    helpers it imports (e.g. ``estimators._math``) are not covered, nor are data files it reads."""
+    try:
+        path = inspect.getsourcefile(cls) or inspect.getfile(cls)
+    except TypeError:  # a built-in class: no file
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def provenance(name_or_path: str) -> dict[str, Any]:
+    """Where the estimator selected by ``name_or_path`` comes from (loads it with default arguments).
+
+    Keys: ``name`` (the estimator's), ``distribution`` (None when unknown), ``version`` (of the distribution,
+    or None), ``entry_point`` ("module:attr" it was loaded from), ``capabilities`` (sorted list), ``level``,
+    ``test_only``, ``source_sha256`` (see ``_source_sha256``; None when the class has no file). Imports only
+    the estimator's own module (no torch unless that module imports it).
+    """
+    if ":" in name_or_path:
+        est, entry, test_only = _load_dotted(name_or_path, {}), name_or_path, None
+        dist, ver = _distribution_of_module(name_or_path.partition(":")[0])
+    elif name_or_path in _BUILTIN_TEST_ONLY:
+        est, entry, test_only = _load_builtin(name_or_path, {}), _BUILTIN_TEST_ONLY[name_or_path], True
+        dist, ver = BUILTIN_DISTRIBUTION, _version(BUILTIN_DISTRIBUTION)
+    else:
+        est = get_estimator(name_or_path)
+        ep = _entry_points()[name_or_path]
+        entry, test_only, dist = ep.value, None, getattr(ep, "dist", None)
+        dist, ver = (dist.name, dist.version) if dist is not None else (None, None)
+    return {"name": est.name, "distribution": dist, "version": ver, "entry_point": entry,
+            "capabilities": sorted(est.capabilities), "level": est.level,
+            "test_only": bool(getattr(est, "test_only", False)) if test_only is None else test_only,
+            "source_sha256": _source_sha256(type(est))}
 
 
 def default_estimators() -> list[str]:

@@ -17,8 +17,15 @@ import numpy as np
 import pytest
 
 from bt_bench.estimator import (
-    CandidateData, Capability, Checkpoint, ConstantScoreError, MissingInputError, Target, fit_estimator,
-    is_cosine_scale, score_estimator,
+    CandidateData,
+    Capability,
+    Checkpoint,
+    ConstantScoreError,
+    MissingInputError,
+    Target,
+    fit_estimator,
+    is_cosine_scale,
+    score_estimator,
 )
 from bt_bench.registry import get_estimator, list_estimators
 from estimators.controls import AdvantageOnly, Fluency, NormOnly, NormOnlyStep, Oracle, RandomEstimator
@@ -153,7 +160,7 @@ def test_controls_hand_computed():
 
 def test_norm_only_step_shares_the_step_score():
     d = data(step=np.array([0, 0, 1]))
-    np.testing.assert_allclose(run(NormOnlyStep(), d), [4.0, 4.0, 1.5])
+    np.testing.assert_allclose(run(NormOnlyStep(), d), [4.0, 4.0, 1.5])  # passes the step-level check
     assert NormOnlyStep.level == "step"
 
 
@@ -169,6 +176,29 @@ def test_oracle_reads_gt_for_training_and_behavior_for_draws():
     np.testing.assert_array_equal(run(Oracle()), [1.0, 0.0, 0.0])  # is_gt
     np.testing.assert_array_equal(run(Oracle(), data(source="draw")), [0.0, 1.0, 0.0])  # has_behavior
     assert Oracle.test_only and Capability.LABELS in Oracle.capabilities
+
+
+def _auc(scores: np.ndarray, y: np.ndarray) -> float:
+    pos, neg = scores[y], scores[~y]
+    return float(np.mean((pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])))
+
+
+@pytest.mark.parametrize("source, key", [("training", "is_gt"), ("draw", "has_behavior")])
+def test_oracle_is_uninformative_for_a_placebo_target(source, key):
+    """Checklist "Controls": the oracle is informative for a real target and not for a placebo one. The
+    placebo target looks the same (same kind), only ``placebo=True`` tells the harness which is which."""
+    n = 400
+    y = np.random.default_rng(3).random(n) < 0.3
+    d = CandidateData({"uid": np.arange(n), "step": np.arange(n) // 8, "group": np.arange(n) // 8,
+                       "advantage": np.ones(n), "is_gt": y, "has_behavior": y}, source=source)
+    target = Target("in_context", {0: np.ones(2)})
+    real = score_estimator(Oracle(), d, target)
+    placebo = score_estimator(Oracle(), d, target, placebo=True)
+    assert _auc(real, y) == 1.0
+    assert not np.array_equal(placebo, real) and np.unique(placebo).size == 2  # never constant
+    assert abs(_auc(placebo, y) - 0.5) < 0.1, _auc(placebo, y)
+    np.testing.assert_array_equal(placebo, y[np.random.default_rng(12345).permutation(n)])
+    np.testing.assert_array_equal(score_estimator(Oracle(), d, target, placebo=True), placebo)  # seeded
 
 
 # -------------------------------------------------------------------------- every built-in, by registry

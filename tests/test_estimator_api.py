@@ -9,11 +9,31 @@ import numpy as np
 import pytest
 
 from bt_bench.estimator import (
-    Candidates, CandidateData, Capability, CapabilityError, Checkpoint, ConstantScoreError, Estimator,
-    EstimatorError, InvalidEstimatorError, Labels, MissingInputError, NonDeterministicScoreError,
-    NonFiniteScoreError, ScoreShapeError, ScoringFailedError, Target, fit_estimator, score_estimator,
+    TEST_ONLY,
+    CandidateData,
+    Candidates,
+    Capability,
+    CapabilityError,
+    Checkpoint,
+    ConstantScoreError,
+    Estimator,
+    EstimatorError,
+    InvalidEstimatorError,
+    Labels,
+    LabelsRefusedError,
+    LevelMismatchError,
+    MissingInputError,
+    NonDeterministicScoreError,
+    NonFiniteScoreError,
+    ScoreShapeError,
+    ScoringFailedError,
+    Target,
+    fit_estimator,
+    labels_allowed,
+    score_estimator,
     validate_estimator,
 )
+from estimators.controls import Oracle
 
 LABELS = ("is_gt", "has_behavior", "reward", "reward_bonus", "reward_grammar")
 CKPT = (Checkpoint(4, lr=1e-3, batch_size=64),)
@@ -111,18 +131,61 @@ def test_a_scoring_function_cannot_reach_labels():
     assert found == []
 
 
-def test_labels_reach_only_estimators_that_declare_them():
-    got = {}
-
+def _spy_oracle(got: dict) -> Oracle:
+    """The real test-only class (identity is what is checked), with a score that records its keywords."""
     def keep(c, t, **kw):
         got.update(kw)
         return adv(c, t)
 
-    score_estimator(Probe(keep, caps={Capability.LABELS}), make(), TARGET)
+    est = Oracle()
+    est.score = keep
+    return est
+
+
+def test_labels_reach_only_the_test_only_controls():
+    got = {}
+    score_estimator(_spy_oracle(got), make(), TARGET)
     assert set(got) == {"labels"} and set(got["labels"].names) == set(LABELS)
     np.testing.assert_array_equal(got["labels"]["is_gt"], table()["is_gt"])
     with pytest.raises(MissingInputError, match="no label field 'nope'"):
         got["labels"]["nope"]
+
+
+class OracleSubclass(Oracle):
+    """Inherits the oracle: still not the oracle."""
+
+
+def _same_name_oracle():
+    """A class that copies the oracle's module and name: still not the oracle (identity, not name)."""
+    return type("Oracle", (), {"__module__": "estimators.controls", "name": "oracle", "level": "rollout",
+                               "capabilities": frozenset({Capability.LABELS}),
+                               "score": lambda self, c, t, **kw: adv(c, t)})()
+
+
+@pytest.mark.parametrize("make_est", [lambda: Probe(adv, caps={Capability.LABELS}, name="peek"),
+                                      OracleSubclass, _same_name_oracle],
+                         ids=["probe", "subclass", "same-name"])
+def test_labels_refused_for_anything_but_the_test_only_classes(make_est):
+    est = make_est()
+    assert TEST_ONLY == frozenset({"estimators.controls:Oracle"})
+    assert not labels_allowed(est) and labels_allowed(Oracle())
+    with pytest.raises(LabelsRefusedError, match="declares 'labels'.*TEST_ONLY.*must not read labels") as info:
+        score_estimator(est, make(), TARGET)
+    assert isinstance(info.value, EstimatorError) and info.value.estimator == est.name
+    with pytest.raises(LabelsRefusedError):
+        fit_estimator(est, make())
+
+
+def test_placebo_permutes_the_labels_the_oracle_gets():
+    got = {}
+    score_estimator(_spy_oracle(got), make(), TARGET, placebo=True)
+    perm = np.random.default_rng(12345).permutation(4)
+    for k in LABELS:
+        np.testing.assert_array_equal(got["labels"][k], table()[k][perm])
+        assert not got["labels"][k].flags.writeable
+    # an estimator without labels is unaffected by the flag
+    assert score_estimator(Probe(adv), make(), TARGET, placebo=True).tolist() == \
+        score_estimator(Probe(adv), make(), TARGET).tolist()
 
 
 def test_structured_array_columns_are_copied_not_viewed():
@@ -131,6 +194,68 @@ def test_structured_array_columns_are_copied_not_viewed():
     d = CandidateData({"uid": rec["uid"], "step": np.zeros(4), "group": np.zeros(4), "advantage": np.ones(4)})
     view = d.view_for(Probe(adv))
     assert all(obj is not rec for obj in _reachable(view))
+
+
+def _memmapped(tmp_path, name: str, arr: np.ndarray) -> np.ndarray:
+    np.save(tmp_path / f"{name}.npy", arr)
+    return np.load(tmp_path / f"{name}.npy", mmap_mode="r")
+
+
+def _assert_owned_copy(arr, *inputs) -> None:
+    assert type(arr) is np.ndarray and arr.base is None and not arr.flags.writeable
+    base = arr
+    while base is not None:  # (base is None at once; kept so a regression shows where the chain leads)
+        assert not isinstance(base, np.memmap) and not hasattr(base, "filename"), type(base)
+        base = getattr(base, "base", None)
+    for mm in inputs:
+        assert not np.shares_memory(arr, mm)
+
+
+def _exposed_arrays(view: Candidates):
+    for name in view.field_names:
+        yield name, getattr(view, name)
+    for key, value in view._sketches.items():
+        if isinstance(value, types.MappingProxyType):
+            yield from ((f"{key}[{c}]", v) for c, v in value.items() if isinstance(v, np.ndarray))
+        else:
+            yield key, value
+
+
+def test_exposed_arrays_are_in_memory_copies_of_memmapped_input(tmp_path):
+    rows = {k: _memmapped(tmp_path, k, v) for k, v in table().items()}
+    sk = {k: ({c: _memmapped(tmp_path, f"{k}{c}", a) for c, a in v.items()} if isinstance(v, dict)
+              else _memmapped(tmp_path, k, v)) for k, v in sketches().items()}
+    inputs = [*rows.values(), *(a for v in sk.values() for a in (v.values() if isinstance(v, dict) else [v]))]
+    assert all(isinstance(a, np.memmap) for a in inputs)
+    d = CandidateData(rows, sk, checkpoints=CKPT)
+    every_cap = set(Capability) - {Capability.LABELS}
+    view = d.view_for(Probe(adv, caps=every_cap))
+    seen = dict(_exposed_arrays(view))
+    assert {"uid", "advantage", "checkpoint[4]", "in_run", "fluency", "grad_norm"} <= set(seen)
+    for arr in seen.values():
+        _assert_owned_copy(arr, *inputs)
+    for k in d.labels.names:
+        _assert_owned_copy(d.labels[k], *inputs)
+    for obj in _reachable(view):
+        assert not isinstance(obj, np.memmap), "the view reaches a memory map"
+        if isinstance(obj, str):
+            assert str(tmp_path) not in obj, f"the view holds a file name {obj!r}"
+    # copied once: every view hands out the same read-only arrays; the mappings are fresh per view
+    again = d.view_for(Probe(adv, caps=every_cap))
+    assert all(getattr(again, f) is getattr(view, f) for f in view.field_names)
+    assert again.checkpoint_sketches()[4] is view.checkpoint_sketches()[4]
+    assert again.checkpoint_sketches() is not view.checkpoint_sketches()
+    assert type(view.checkpoint_sketches()) is types.MappingProxyType
+    # the token-restricted data shares the same copies (no second copy)
+    tok = d.token_restricted().view_for(Probe(adv, caps=every_cap))
+    assert tok.uid is view.uid
+    _assert_owned_copy(tok.checkpoint_sketches()[4], *inputs)
+    # a target built from memory-mapped vectors
+    vec = _memmapped(tmp_path, "target", np.array([1.0, 0.0, 0.0]))
+    t = Target("in_context", {4: vec}, preconditioned={4: vec})
+    _assert_owned_copy(t.final, vec)
+    _assert_owned_copy(t.preconditioned_at(4), vec)
+    assert type(t.vectors) is types.MappingProxyType
 
 
 def test_view_is_read_only():
@@ -195,6 +320,16 @@ def test_model_capability():
         d.view_for(Probe(adv)).model(4)
 
 
+def test_full_view_never_holds_token_sketches():
+    view = make().view_for(Probe(adv, caps={Capability.TOKEN_SKETCHES, Capability.CHECKPOINT_SKETCHES}))
+    assert not view.token_level
+    assert "token_checkpoint" not in view._sketches and "token_in_run" not in view._sketches
+    for key in ("token_checkpoint", "token_in_run"):
+        with pytest.raises(MissingInputError, match=f"'{key}' is given only in a token-restricted view"):
+            view._get(key)
+    np.testing.assert_array_equal(view.checkpoint_sketches()[4], sketches()["checkpoint"][4])  # the full one
+
+
 def test_token_restricted_view():
     d = make().token_restricted()
     view = d.view_for(Probe(adv, caps={Capability.CHECKPOINT_SKETCHES, Capability.TOKEN_SKETCHES,
@@ -207,6 +342,30 @@ def test_token_restricted_view():
         d.view_for(Probe(adv, caps={Capability.CHECKPOINT_SKETCHES}))
     with pytest.raises(MissingInputError):
         CandidateData(table()).token_restricted()
+
+
+# ---------------------------------------------------------------------------------------- level check
+def test_step_level_estimator_with_per_rollout_scores_is_refused():
+    est = Probe(lambda c, t, **kw: np.arange(4.0), level="step", name="steppy")  # steps are 0, 0, 1, 1
+    with pytest.raises(LevelMismatchError, match="'steppy'.*step 0 has 2 distinct scores over 2 rollouts.*"
+                                                 "declare level='rollout' or return one score per step"):
+        score_estimator(est, make(), TARGET)
+    # the first offending step is named, whatever the row order
+    d = CandidateData({**table(), "step": np.array([3, 1, 3, 1])})
+    est = Probe(lambda c, t, **kw: np.array([5.0, 1.0, 5.0, 2.0]), level="step")
+    with pytest.raises(LevelMismatchError, match="step 1 has 2 distinct"):
+        score_estimator(est, d, TARGET)
+
+
+def test_genuine_step_level_estimator_passes():
+    est = Probe(lambda c, t, **kw: np.asarray(c.step, dtype=float) * 2 + 1, level="step")
+    assert score_estimator(est, make(), TARGET).tolist() == [1, 1, 3, 3]
+
+
+def test_level_is_not_checked_on_draws():
+    """Draw candidates share one step, so a step-level score vector there would be constant."""
+    est = Probe(lambda c, t, **kw: np.arange(4.0), level="step")
+    assert score_estimator(est, make(source="draw"), TARGET).tolist() == [0, 1, 2, 3]
 
 
 def test_fit_gets_a_label_free_view():

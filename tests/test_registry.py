@@ -15,11 +15,28 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bt_bench.estimator import CandidateData, Checkpoint, InvalidEstimatorError, Target, score_estimator
-from bt_bench.registry import (
-    PluginLoadError, RegistryError, UnknownEstimatorError, available_names, default_estimators,
-    describe_estimator, format_estimator_table, get_estimator, list_estimators,
+from bt_bench.estimator import (
+    CandidateData,
+    Checkpoint,
+    InvalidEstimatorError,
+    LabelsRefusedError,
+    Target,
+    score_estimator,
 )
+from bt_bench.registry import (
+    GROUP,
+    PluginLoadError,
+    RegistryError,
+    UnknownEstimatorError,
+    available_names,
+    default_estimators,
+    describe_estimator,
+    format_estimator_table,
+    get_estimator,
+    list_estimators,
+    provenance,
+)
+from estimators.controls import Oracle
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILTIN = {"random", "norm_only", "norm_only_step", "fluency", "advantage_only", "oracle", "tracincp", "gas",
@@ -36,6 +53,12 @@ class Good:
         return np.asarray(candidates.advantage, dtype=float)
 class Misnamed(Good):
     name = "something_else"
+class Peeker(Good):
+    """Reads labels: refused."""
+    name = "peeker"
+    capabilities = frozenset({"labels"})
+    def score(self, candidates, target, labels=None):
+        return np.asarray(labels["is_gt"], dtype=float)
 '''
 
 
@@ -51,7 +74,8 @@ def plugin_dir(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugins\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
         "[bt_bench.estimators]\ngood_est = bt_fake_good:Good\nbroken_est = bt_fake_broken:Thing\n"
-        "misnamed = bt_fake_good:Misnamed\n")
+        "misnamed = bt_fake_good:Misnamed\npeeker = bt_fake_good:Peeker\n"
+        "my_oracle = estimators.controls:Oracle\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
     for mod in mods:
@@ -80,6 +104,17 @@ def test_builtins_are_listed_with_distribution_and_capabilities():
 def test_default_set_excludes_test_only():
     default = set(default_estimators())
     assert "oracle" not in default and BUILTIN - {"oracle"} <= default
+
+
+def test_oracle_is_built_in_not_an_entry_point():
+    from importlib.metadata import entry_points
+
+    assert "oracle" not in {ep.name for ep in entry_points(group=GROUP)}
+    est = get_estimator("oracle")
+    assert type(est) is Oracle and "oracle" in available_names()
+    info = describe_estimator("oracle")
+    assert info.test_only and info.distribution == "bt-bench" and info.target == "estimators.controls:Oracle"
+    assert get_estimator("estimators.controls:Oracle").name == "oracle"  # the class itself, by dotted path
 
 
 def test_format_estimator_table():
@@ -157,6 +192,32 @@ def test_broken_plugin_is_listed_as_an_error_row(plugin_dir):
     assert "ERROR:" in row and "fake-plugins" in row
 
 
+def test_entry_point_declaring_labels_is_refused(plugin_dir):
+    with pytest.raises(LabelsRefusedError, match="entry point 'peeker'.*'fake-plugins'.*declares 'labels'"):
+        get_estimator("peeker")
+    # from any distribution, even the suite's own oracle class under an entry point
+    with pytest.raises(LabelsRefusedError, match="my_oracle"):
+        get_estimator("my_oracle")
+    infos = {i.name: i for i in list_estimators()}
+    assert "declares 'labels'" in infos["peeker"].error and "declares 'labels'" in infos["my_oracle"].error
+    assert infos["oracle"].error is None and infos["oracle"].test_only
+    with pytest.raises(LabelsRefusedError):  # nor by dotted path
+        get_estimator("bt_fake_good:Peeker")
+
+
+def test_entry_point_may_not_claim_the_oracle_name(plugin_dir):
+    info = plugin_dir / "squatter-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: squatter\nVersion: 0.1\n")
+    ep = info / "entry_points.txt"
+    ep.write_text("[bt_bench.estimators]\noracle = estimators.controls:Oracle\n")
+    assert type(get_estimator("oracle")) is Oracle  # same target (stale metadata): ignored, built-in wins
+    ep.write_text("[bt_bench.estimators]\noracle = bt_fake_good:Peeker\n")
+    with pytest.raises(RegistryError, match="claims the name of a built-in test-only control") as err:
+        available_names()
+    assert "squatter" in str(err.value)
+
+
 def test_entry_point_name_must_match_estimator_name(plugin_dir):
     with pytest.raises(InvalidEstimatorError, match="named 'something_else'.*set its `name` to 'misnamed'"):
         get_estimator("misnamed")
@@ -170,6 +231,41 @@ def test_conflicting_registrations_are_refused(plugin_dir):
     with pytest.raises(RegistryError, match="registered twice") as err:
         available_names()
     assert "fake-plugins" in str(err.value) and "other-plugins" in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------------- provenance
+def test_provenance_of_a_builtin():
+    p = provenance("random")
+    assert set(p) == {"name", "distribution", "version", "entry_point", "capabilities", "level", "test_only",
+                      "source_sha256"}
+    assert p["name"] == "random" and p["distribution"] == "bt-bench" and p["version"]
+    assert p["entry_point"] == "estimators.controls:RandomEstimator"
+    assert p["capabilities"] == [] and p["level"] == "rollout" and p["test_only"] is False
+    import hashlib
+    want = hashlib.sha256((ROOT / "estimators" / "controls.py").read_bytes()).hexdigest()
+    assert len(p["source_sha256"]) == 64 and int(p["source_sha256"], 16) >= 0 and p["source_sha256"] == want
+    assert provenance("gas")["capabilities"] == ["checkpoint_sketches", "token_sketches"]
+    oracle = provenance("oracle")
+    assert oracle["test_only"] is True and oracle["entry_point"] == "estimators.controls:Oracle"
+    assert oracle["source_sha256"] == want
+
+
+def test_provenance_of_a_plugin_and_a_dotted_path(plugin_dir):
+    p = provenance("good_est")
+    assert (p["distribution"], p["version"], p["entry_point"]) == ("fake-plugins", "0.1", "bt_fake_good:Good")
+    import hashlib
+    assert p["source_sha256"] == hashlib.sha256((plugin_dir / "bt_fake_good.py").read_bytes()).hexdigest()
+    dotted = provenance("estimators.trak:TRAK")
+    assert dotted["name"] == "trak" and dotted["entry_point"] == "estimators.trak:TRAK"
+    with pytest.raises(LabelsRefusedError):
+        provenance("peeker")
+
+
+def test_provenance_does_not_import_torch():
+    code = ("import sys; from bt_bench.registry import provenance; "
+            "[provenance(n) for n in ('random', 'gas', 'trak', 'oracle')]; print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
 
 
 # ------------------------------------------------------------------------------ the third-party example
