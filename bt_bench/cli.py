@@ -27,6 +27,18 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
                        help=f.metadata.get("help", ""))
 
 
+def cmd_replay(args) -> int:
+    """``bt-bench replay [PATH | example] [options]``: no argument, or the word ``example`` in place of PATH,
+    replays the built-in example (the vendored BehaviorTrace seed-2 rows, ``bt_bench.examples``)."""
+    from bt_bench.examples import behaviortrace_seed2
+    from bt_bench.report import replay_main
+
+    rest = list(args.rest)
+    if not rest or rest[0] == "example":
+        rest = [str(behaviortrace_seed2())] + rest[1:]
+    return replay_main(rest)
+
+
 def _configs(args) -> list[RunConfig]:
     from bt_bench.config import make_config
 
@@ -152,10 +164,11 @@ def main(argv: list[str] | None = None) -> int:
                         add_help=False, prefix_chars="+")  # every -option goes to report.main
     rp.add_argument("rest", nargs=argparse.REMAINDER)
     rp.set_defaults(func=lambda a: __import__("bt_bench.report", fromlist=["main"]).main(a.rest))
-    rl = sub.add_parser("replay", help="judge recorded evidence: `bt-bench replay DIR [--report out.json]` "
+    rl = sub.add_parser("replay", help="judge recorded evidence: `bt-bench replay DIR [--report out.json]`; "
+                        "no argument or `example` replays the built-in BehaviorTrace seed-2 rows "
                         "(exit 0 pass/skip, 1 fail/error, 2 unreadable)", add_help=False, prefix_chars="+")
     rl.add_argument("rest", nargs=argparse.REMAINDER)
-    rl.set_defaults(func=lambda a: __import__("bt_bench.report", fromlist=["main"]).replay_main(a.rest))
+    rl.set_defaults(func=cmd_replay)
     args = ap.parse_args(argv)
     try:
         return args.func(args)

@@ -1,10 +1,11 @@
-"""Evidence replay: the published BehaviorTrace table (shared/data/behaviortrace/README.md) is reproduced
-from the shared rows by bt_bench.stats, the replayed verdicts are what the README says the checklist should
+"""Evidence replay: the published BehaviorTrace table (bt_bench/data/behaviortrace/README.md) is reproduced
+from the vendored rows by bt_bench.stats, the replayed verdicts are what the README says the checklist should
 conclude, and native evidence round-trips."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from test_verdicts import TH, make_candidates, make_run, make_token_level
 
 from bt_bench import evidence as E
 from bt_bench import stats as S
+from bt_bench.examples import behaviortrace_seed2
 from bt_bench.verdicts import Thresholds
 
 # The paper's table for seed 2: field -> (raw AUC, raw CI, residualized AUC, residualized CI)
@@ -26,11 +28,7 @@ BOOT = {"n_resamples": 5000, "seed": 0}  # the published CIs used 600 resamples 
 
 @pytest.fixture(scope="module")
 def seed2():
-    d = E.shared_behaviortrace_dir()
-    if d is None or not (d / "seed2").is_dir():
-        pytest.skip("shared BehaviorTrace data absent (<repo>/../shared/data/behaviortrace or "
-                    "$BT_BENCH_SHARED/data/behaviortrace)")
-    return d / "seed2"
+    return behaviortrace_seed2()  # vendored in the package (bt_bench/data/behaviortrace): never skipped
 
 
 @pytest.fixture(scope="module")
@@ -104,13 +102,6 @@ def test_single_published_files_load(seed2):
     assert (t.seed, t.estimator, t.placebo) == (2, "sketch_cosine", None)
 
 
-def test_shared_dir_env_override(tmp_path, monkeypatch):
-    monkeypatch.setenv("BT_BENCH_SHARED", str(tmp_path))
-    assert E.shared_behaviortrace_dir() is None
-    (tmp_path / "data" / "behaviortrace").mkdir(parents=True)
-    assert E.shared_behaviortrace_dir() == tmp_path / "data" / "behaviortrace"
-
-
 # ------------------------------------------------------------------------------------ native format
 def _synthetic_evidence() -> E.Evidence:
     runs, draws, tokens, stab = [], [], [], []
@@ -168,6 +159,29 @@ def test_replay_native_planted_passes_random_fails(synthetic, tmp_path):
     assert got[("norm_only", "gradient_norm_baseline")].outcome == "skip"
     assert got[("norm_only_step", "advantage_baseline")].outcome == "skip"  # step-level
     assert set(got[("planted", "gradient_norm_baseline")].metrics) >= {"seed0/precision", "seed2/window_chance"}
+
+
+def test_declared_norm_variant_is_fixed_per_evidence(synthetic):
+    """One variant for the whole evidence, from the norm_only scores alone (spec, check 1)."""
+    p = {v: np.mean([S.precision_at_k(r.scores[v], r.is_gt) for r in synthetic.runs])
+         for v in ("norm_only", "norm_only_step")}
+    declared = E.declared_norm_variant(synthetic)
+    assert declared == max(p, key=p.get)
+    got = {(v.estimator, v.check): v for v in E.replay(synthetic, TH)}
+    v = got[("planted", "gradient_norm_baseline")]
+    assert v.reason.count(f"declared {declared} ") == len(synthetic.runs)
+    assert v.metrics["seed0/norm_precision"].value == pytest.approx(
+        S.precision_at_k(synthetic.runs[0].scores[declared], synthetic.runs[0].is_gt))
+    # only one variant in the evidence: that one; none: the check is skipped with a reason
+    only_step = replace(synthetic, runs=tuple(replace(r, scores={k: v for k, v in r.scores.items()
+                                                                 if k != "norm_only"}, rollout_level={})
+                                              for r in synthetic.runs))
+    assert E.declared_norm_variant(only_step) == "norm_only_step"
+    none = replace(synthetic, runs=tuple(replace(r, scores={"planted": r.scores["planted"]}, rollout_level={})
+                                         for r in synthetic.runs))
+    assert E.declared_norm_variant(none) is None
+    v = E.replay(none, TH)[0]
+    assert (v.check, v.outcome) == ("gradient_norm_baseline", "skip") and "no norm_only" in v.reason
 
 
 def test_native_refusals(synthetic, tmp_path):

@@ -190,12 +190,11 @@ def test_main_renders_html_and_pngs(rep, tmp_path, capsys):
                                                                     "lift.png", "report.md"]
 
 
-def test_replay_of_shared_behaviortrace(tmp_path, capsys):
-    d = E.shared_behaviortrace_dir()
-    if d is None or not (d / "seed2").is_dir():
-        pytest.skip("shared BehaviorTrace data absent")
+def test_replay_of_vendored_behaviortrace(tmp_path, capsys):
+    from bt_bench.examples import behaviortrace_seed2
+
     out = tmp_path / "replay.json"
-    rc = R.replay_main([str(d / "seed2"), "--report", str(out), "--html", str(tmp_path / "r.html")])
+    rc = R.replay_main([str(behaviortrace_seed2()), "--report", str(out), "--html", str(tmp_path / "r.html")])
     assert rc == 1  # fluency_confound fails the gradient scores: the gate closes
     text = capsys.readouterr().out
     assert "mp_centered" in text and "FAIL" in text and "exit 1" in text
