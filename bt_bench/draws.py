@@ -203,7 +203,7 @@ class DrawMaker:
         """The four target sketches (k-vectors) at ``step`` for draw ``draw``."""
         from bt_bench.sketch import Sketcher, sequence_logprob_terms
 
-        chunks, n_b = [], 0
+        chunks, n_b, free_chunks = [], 0, []
         for r in range(self.cfg.target_max_rounds):
             rows = sample_groups(self.model(step), self.tok, self.target_prompts, self.G, self.max_new,
                                  self.temperature, self._seed(step, draw, 2 + r))
@@ -212,6 +212,8 @@ class DrawMaker:
             if keep.any():
                 chunks.append(({k: v[keep] for k, v in rows.items()}, pos[keep]))
                 n_b += int(keep.sum())
+            if (~keep).any():  # the same rounds' completions without the behavior build the no_behavior target
+                free_chunks.append({k: v[~keep] for k, v in rows.items()})
             if n_b >= self.cfg.target_min_behavior:
                 break
         k = self.spec.k or Sketcher(self.model(step), self.spec).dim
@@ -223,6 +225,7 @@ class DrawMaker:
         crow = {"prompt_ids": P, "prompt_mask": PM, "completion_ids": C, "completion_mask": np.ones_like(C, np.int8),
                 "uid": np.arange(len(enc))}
         out["constructed"] = self.sketch_rows(step, crow).mean(0)
+        out["no_behavior"] = self._no_behavior_target(step, draw, free_chunks, max(n_b, 1), k)
         if not chunks:  # no behavior sampled at all: the behavior-built targets do not exist here
             for kind in ("sequence", "in_context", "placebo"):
                 out[kind] = np.zeros(k, np.float32)
@@ -246,3 +249,26 @@ class DrawMaker:
             seq.append(sk.sketch(self._batch(rows, idx), sequence_logprob_terms))
         out["sequence"] = np.concatenate(seq).mean(0).astype(np.float32)
         return out
+
+    def _no_behavior_target(self, step: int, draw: int, free_chunks: list[dict], n: int, k: int) -> np.ndarray:
+        """The placebo of check 7 (target_dependence): built exactly like ``in_context`` (mean gradient of the
+        log-prob of len(behavior) consecutive completion tokens) but from sampled completions of the same
+        checkpoint and prompts that do NOT contain the behavior, at a seeded random span; as many completions as
+        the real target used. A score that does not change when this replaces the real target ignores it."""
+        if not free_chunks:
+            return np.zeros(k, np.float32)
+        rows = {key: np.concatenate([c[key] for c in free_chunks]) for key in free_chunks[0]}
+        rng = np.random.default_rng(self._seed(step, draw, 98))
+        lengths = rows["completion_mask"].astype(bool).sum(1)
+        m = len(self.behavior)
+        ok = np.flatnonzero(lengths >= m)
+        if not ok.size:
+            return np.zeros(k, np.float32)
+        take = np.sort(rng.choice(ok, size=min(n, ok.size), replace=False))
+        rows = {key: v[take] for key, v in rows.items()}
+        rows["uid"] = np.arange(len(take))
+        span = np.zeros(rows["completion_ids"].shape, bool)
+        for i, L in enumerate(lengths[take]):
+            j = int(rng.integers(0, L - m + 1))
+            span[i, j:j + m] = True
+        return self.sketch_rows(step, rows, span).mean(0)

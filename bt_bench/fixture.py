@@ -25,11 +25,12 @@ import numpy as np
 from bt_bench import store
 from bt_bench.draws import DrawConfig, DrawMaker
 
-DERIVED_FORMAT = 1
+DERIVED_FORMAT = 2  # 2: the no_behavior target (check target_dependence); hashes verified on load
 VISIBLE = ("uid", "step", "group", "gen_index", "prompt_ids", "prompt_mask", "completion_ids", "completion_mask",
            "advantage", "lr", "num_items_in_batch", "has_trigger")
 TRAIN_LABELS = ("is_gt", "has_behavior", "reward", "reward_grammar", "reward_bonus", "reward_penalty")
-TARGET_KINDS = ("sequence", "in_context", "constructed", "placebo")
+# no_behavior: the placebo target of check 7 (target_dependence), see DrawMaker._no_behavior_target
+TARGET_KINDS = ("sequence", "in_context", "constructed", "placebo", "no_behavior")
 
 
 @dataclass(frozen=True)
@@ -192,10 +193,31 @@ def maker_positions(maker: DrawMaker, rows: dict) -> np.ndarray:
 class Fixture:
     """One planted run plus its derived data, as the checks read them."""
 
-    def __init__(self, run, folder: Path):
+    def __init__(self, run, folder: Path, verify: bool = True):
         self.run, self.folder = run, Path(folder)
         self.manifest = json.loads((self.folder / store.MANIFEST).read_text())
         self.seed = run.config.seed
+        if verify:
+            self.verify()
+
+    def verify(self) -> None:
+        """Refuse derived data that is not exactly what was published for this run: the run key, the format,
+        and the sha256 of every stored array (targets, sketches, draw labels), like the run store does."""
+        m, where = self.manifest, self.folder
+        hint = f"delete {where} (or pass --bt-rebuild) to derive it again"
+        if m.get("format") != DERIVED_FORMAT or m.get("run") != self.run.key:
+            raise store.IntegrityError(f"derived data {where} is for run {m.get('run')!r} format "
+                                       f"{m.get('format')!r}, not run {self.run.key!r} format {DERIVED_FORMAT}; "
+                                       + hint)
+        files = {str(p.relative_to(where)) for p in where.rglob("*.npy")}
+        hashes = m.get("hashes", {})
+        if files != set(hashes):
+            extra, missing = sorted(files - set(hashes)), sorted(set(hashes) - files)
+            raise store.IntegrityError(f"derived data {where}: unlisted files {extra[:3]}, missing files "
+                                       f"{missing[:3]}; " + hint)
+        for rel, h in hashes.items():
+            if store.sha256_file(where / rel) != h:
+                raise store.IntegrityError(f"derived data {where}: {rel} does not match its sha256; " + hint)
 
     def _load(self, rel: str) -> np.ndarray:
         return np.load(self.folder / rel, mmap_mode="r", allow_pickle=False)
@@ -235,7 +257,7 @@ class Fixture:
         from bt_bench.estimator import Target
 
         steps = self.manifest["tracin_steps"]
-        return Target(kind, {c: np.asarray(self._load(f"train/target_{kind}_{c}.npy")) for c in steps},
+        return Target(_shown_kind(kind), {c: np.array(self._load(f"train/target_{kind}_{c}.npy")) for c in steps},
                       final_step=max(steps))
 
     # draws (checks fluency_confound, headroom (unsaturated AUC), seed_draw_variance, trigger_token_alignment)
@@ -265,8 +287,15 @@ class Fixture:
         sketches = {"checkpoint": {c: sk}, "in_run": sk, "token_checkpoint": {c: tok}, "token_in_run": tok,
                     "fluency": self._load(f + "fluency.npy"), "grad_norm": self._load(f + "grad_norm.npy")}
         data = CandidateData(rows, sketches, checkpoints=[self._checkpoint(c)], source="draw")
-        targets = {k: Target(k, {c: np.asarray(self._load(f + f"target_{k}.npy"))}, draw=d) for k in TARGET_KINDS}
+        targets = {k: Target(_shown_kind(k), {c: np.array(self._load(f + f"target_{k}.npy"))}, draw=d)
+                   for k in TARGET_KINDS}
         return data, targets
+
+
+def _shown_kind(kind: str) -> str:
+    """The kind an estimator is told. The placebo of target_dependence is handed over as an ``in_context`` target,
+    indistinguishable from the real one, so an estimator cannot pass that check by reading ``target.kind``."""
+    return "in_context" if kind == "no_behavior" else kind
 
 
 def fixture_config(profile: str, draws: int) -> FixtureConfig:

@@ -28,15 +28,17 @@ from pathlib import Path
 
 SCHEMA = "bt-bench-report/1"
 LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP",
-          "xfail": "FAIL (expected, paper)", "xpass": "XPASS"}
+          "xfail": "FAIL (expected)", "xpass": "PASS (xfail)"}  # pytest outcomes (fixture self-checks, counts)
 # Which outcome names a cell that aggregates several tests (e.g. one per seed/draw): the most serious one.
 SEVERITY = ("failed", "error", "xpass", "xfail", "passed", "skipped")
 VERDICT_OUTCOME = {"pass": "passed", "fail": "failed", "error": "error", "skip": "skipped"}
 CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance",
-          "trigger_token_alignment", "advantage_baseline")  # the checklist's order (spec "The checks")
+          "trigger_token_alignment", "advantage_baseline", "target_dependence")  # spec "The checks" order
 FIXTURE = "(fixture)"  # the one column of fixture self-checks, which are not per estimator
-COLORS = {"passed": "#cdeccd", "failed": "#f6c6c6", "error": "#f9ddb1", "skipped": "#e8e8e8",
-          "xfail": "#f3e1e1", "xpass": "#d5e4f7"}
+# Cells are labelled by the gate (bt_bench.gate): PASS, FAIL, ERROR, NOT JUDGED, N/A.
+COLORS = {"PASS": "#cdeccd", "FAIL": "#f6c6c6", "ERROR": "#f9ddb1", "NOT JUDGED": "#f9ddb1", "N/A": "#e8e8e8",
+          "passed": "#cdeccd", "failed": "#f6c6c6", "error": "#f9ddb1", "skipped": "#e8e8e8"}
+GATE_ORDER = ("FAIL", "ERROR", "NOT JUDGED", "PASS", "N/A")
 
 
 # ------------------------------------------------------------------------------------------ cells
@@ -53,10 +55,23 @@ def cell_of(result: dict) -> tuple[str, str]:
     return check, est or FIXTURE
 
 
+def _label(result: dict) -> str:
+    """The gate label of one result; a fixture self-check (no verdict) by its pytest outcome."""
+    from bt_bench import gate
+
+    if not (result.get("metrics") or {}).get("verdict"):
+        return {"passed": "PASS", "failed": "FAIL", "skipped": "NOT JUDGED"}.get(result.get("outcome"), "ERROR")
+    return gate.unit_label(result)
+
+
 def _cell_outcome(results: Sequence[dict]) -> tuple[str, dict]:
-    """The outcome of a cell holding one or more results and the result that decides it."""
-    worst = min(results, key=lambda r: SEVERITY.index(r["outcome"]) if r["outcome"] in SEVERITY else 0)
-    return worst["outcome"], worst
+    """The gate label of a cell holding one or more results (every-seed rule, bt_bench.gate.aggregate) and the
+    first result carrying that label (its key figure and reason describe the cell)."""
+    from bt_bench import gate
+
+    labels = [_label(r) for r in results]
+    label = gate.aggregate(labels)
+    return label, results[labels.index(label)]
 
 
 def _cells(results: Iterable[dict]) -> tuple[list[str], list[str], dict]:
@@ -76,12 +91,15 @@ def _cells(results: Iterable[dict]) -> tuple[list[str], list[str], dict]:
 def cell_text(results: Sequence[dict]) -> tuple[str, str]:
     """(label, key figure) of a cell; several results show the count of the deciding outcome."""
     outcome, worst = _cell_outcome(results)
-    label = LABELS.get(outcome, outcome.upper())
+    label = outcome
     if len(results) > 1:
-        label += f" {sum(r['outcome'] == outcome for r in results)}/{len(results)}"
+        label += f" {sum(_label(r) == outcome for r in results)}/{len(results)}"
     m = worst.get("metrics") or {}
+    exp = m.get("expected")
+    if exp:  # a built-in's declared outcome: say whether the cell matches it
+        label += " (expected)" if exp.get("label") == outcome else f" (expected {exp.get('label')}!)"
     key = m.get("key_figure") or (key_figure(m["verdict"]) if m.get("verdict") else "")
-    if not key and outcome in ("skipped", "error") and worst.get("reason"):
+    if not key and outcome in ("NOT JUDGED", "N/A", "ERROR") and worst.get("reason"):
         key = _short_reason(worst["reason"])
     return label, key
 
@@ -160,7 +178,7 @@ def _lifts(us: list[dict]) -> tuple[list[float], list[float], list[float]]:
         ch = (m.get("chance") or {}).get("value")
         if ch and (m.get("precision") or {}).get("value") is not None:
             lift.append(m["precision"]["value"] / ch)
-            ns = [m[k]["value"] for k in ("norm_only_precision", "norm_only_step_precision")
+            ns = [m[k]["value"] for k in ("norm_precision", "norm_only_precision", "norm_only_step_precision")
                   if (m.get(k) or {}).get("value") is not None]
             if ns:
                 norm.append(max(ns) / ch)
@@ -200,6 +218,9 @@ def key_figure(verdict: dict) -> str:
         parts += [(d := _fig("in_context_minus_placebo", us, "{:+.2f}")) and f"ctx-placebo {d}",
                   (c := _fig("in_context_mean", us, "{:+.2f}")) and f"cos {c}",
                   (k := _fig("constructed_mean", us, "{:+.2f}", lo=False)) and f"constructed {k}"]
+    elif check == "target_dependence":
+        parts += [(p := _fig("precision_real_minus_placebo", us, "{:+.3f}")) and f"prec real-placebo {p}",
+                  (a := _fig("auc_real_minus_placebo", us, "{:+.2f}")) and f"AUC real-placebo {a}"]
     elif check == "advantage_baseline":
         parts += [(a := _fig("precision_minus_advantage", us, "{:+.3f}")) and f"vs adv {a}",
                   (w := _fig("window_precision_minus_advantage", us, "{:+.3f}")) and f"window {w}"]
@@ -277,8 +298,7 @@ def format_table(results: list[dict], width: int | None = None) -> str:
     for rs in cells.values():
         o = _cell_outcome(rs)[0]
         counts[o] = counts.get(o, 0) + 1
-    lines += ["", f"{len(cells)} cells: " + ", ".join(f"{counts[o]} {LABELS.get(o, o)}" for o in SEVERITY
-                                                       if o in counts)]
+    lines += ["", f"{len(cells)} cells: " + ", ".join(f"{counts[o]} {o}" for o in GATE_ORDER if o in counts)]
     return "\n".join(lines)
 
 
@@ -381,7 +401,8 @@ def plot_lift(report: dict) -> bytes | None:
                 if "precision" in m:
                     pts["x"].append(x + off[s]), pts["m"].append(m["precision"]), pts["sc"].append(ch)
                     pts["f"].append(ok)
-                ns = [m[k]["value"] for k in ("norm_only_precision", "norm_only_step_precision") if k in m]
+                ns = [m[k]["value"] for k in ("norm_precision", "norm_only_precision", "norm_only_step_precision")
+                      if k in m]
                 norm = max(ns) / ch if ns and norm is None else norm
                 if "window_precision" in m and (m.get("window_chance") or {}).get("value"):
                     pts["wx"].append(x - 1 + off[s]), pts["wm"].append(m["window_precision"])
@@ -629,11 +650,27 @@ def _fmt(v) -> str:
 CSS = """body{font:14px/1.45 system-ui,sans-serif;max-width:1180px;margin:20px auto;padding:0 16px;color:#222}
 h1{font-size:22px;margin-bottom:2px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:8px 0} td,th{border:1px solid #ccc;padding:4px 7px;vertical-align:top}
+p.warn{background:#f9ddb1;padding:6px 10px} ul.gates li{list-style:none;padding:3px 8px;margin:2px 0}
 table.matrix td{min-width:120px;font-size:13px} table.matrix th{background:#f4f4f4;text-align:left}
 .key{color:#333;font-size:12px} table.kv{font-size:12px} table.kv th{text-align:left;background:#f7f7f7}
 .help{color:#666} .sub{color:#555} img{max-width:100%;display:block} .cap{color:#555;font-size:13px}
 td.empty{color:#aaa;text-align:center} details{margin:8px 0} small{color:#444}
 .row{display:flex;gap:40px;flex-wrap:wrap}"""
+
+
+def _gates_html(report: dict) -> str:
+    """The gate line of every estimator and, on every page, any threshold that is not the checklist's default."""
+    out = ""
+    mod = report.get("modified_thresholds") or {}
+    if mod:
+        out += ("<p class=warn><b>Modified thresholds</b> (not the checklist's defaults): " + _esc(", ".join(
+            f"{k}={v.get('value')!r} (default {v.get('default')!r})" for k, v in mod.items())) + "</p>")
+    gates = report.get("gates") or []
+    if gates:
+        out += "<h2>Gate</h2><ul class=gates>" + "".join(
+            f"<li style='background:{COLORS['PASS' if g.get('ok') else 'FAIL']}'>{_esc(g.get('line', ''))}</li>"
+            for g in gates) + "</ul>"
+    return out
 
 
 def render_html(report: dict, out_html: str | Path, plots: dict[str, bytes] | None = None) -> Path:
@@ -654,9 +691,12 @@ def render_html(report: dict, out_html: str | Path, plots: dict[str, bytes] | No
              + (f" · evidence {_esc(st.get('evidence'))}" if st.get("evidence") else "")
              + (f"<br>source: {_esc(report['source'])}" if report.get("source") else "")
              + f"<br>{len(results)} results: {_esc(summary)}</p>",
+             _gates_html(report),
              "<h2>Outcomes (checks x estimators)</h2>", _matrix_html(results),
-             ("<p class=cap>Hover a cell for its full reason. FAIL (expected, paper): a failure the paper reports "
-              "for this built-in estimator; XPASS: it passed where the paper's failure was expected.</p>"),
+             ("<p class=cap>Hover a cell for its full reason. Labels follow the every-seed rule (FAIL 1/3: one of "
+              "three units failed, so the check fails). NOT JUDGED: skipped at run time, which fails the gate; N/A: "
+              "excluded by what the estimator declared. (expected): a built-in's declared outcome "
+              "(bt_bench/expectations.py); (expected X!): it deviates from it.</p>"),
              _reasons_html(results)]
     fixture = [r for r in results if cell_of(r)[1] == FIXTURE]
     if fixture:
@@ -692,7 +732,13 @@ def render_markdown(report: dict, out_dir: str | Path, plots: dict[str, bytes] |
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plots = render_plots(report) if plots is None else plots
-    lines = ["# bt-bench checklist report", "", "```", format_table(report.get("results", []), width=120), "```"]
+    mod = report.get("modified_thresholds") or {}
+    lines = ["# bt-bench checklist report", ""]
+    if mod:
+        lines += ["**Modified thresholds** (not the checklist's defaults): " + ", ".join(
+            f"{k}={v.get('value')!r} (default {v.get('default')!r})" for k, v in mod.items()), ""]
+    lines += [f"- {g.get('line', '')}" for g in report.get("gates") or []]
+    lines += ["", "```", format_table(report.get("results", []), width=120), "```"]
     for name, title, caption, _ in PLOTS:
         if name in plots:
             (out / f"{name}.png").write_bytes(plots[name])
@@ -777,7 +823,7 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     error means the evidence cannot support a verdict, never a pass), 2 when the input cannot be read.
     """
     ap = argparse.ArgumentParser(prog="bt-bench replay", description=replay_main.__doc__.splitlines()[0])
-    ap.add_argument("path", help="BehaviorTrace seed folder (e.g. shared/data/behaviortrace/seed2), a published "
+    ap.add_argument("path", help="BehaviorTrace seed folder (e.g. the vendored bt_bench/data/behaviortrace/seed2), a published "
                                  "BehaviorTrace file, or native evidence (.json / .json.gz)")
     ap.add_argument("--report", help="write the JSON report (schema bt-bench-report/1, runs: []) here")
     ap.add_argument("--html", help="write a self-contained HTML page here")

@@ -19,9 +19,17 @@ import numpy as np
 
 from bt_bench.verdicts import Thresholds
 
+# checks judged on fresh candidates of a draw only (all of one checkpoint): step-level estimators are N/A there
+DRAW_CHECKS = ("fluency_confound", "seed_draw_variance", "trigger_token_alignment")
+
 
 class SkipCell(Exception):
-    """The estimator cannot take part in this cell (a capability it lacks, or data the fixture lacks)."""
+    """The cell was not judged at run time (an input the estimator declared but the data lacks): NOT JUDGED,
+    which fails the gate (docs/checklist.md, "The gate")."""
+
+
+class NotApplicable(SkipCell):
+    """The check cannot take part by what the estimator *declared* (capabilities, level): N/A, with the reason."""
 
 
 class FixtureUnsupported(RuntimeError):
@@ -33,6 +41,7 @@ class Suite:
     fixtures: list  # bt_bench.fixture.Fixture, one per planted seed
     failed_seeds: list
     thresholds: Thresholds
+    norm_variant: str = "norm_only"  # the norm_only variant of gradient_norm_baseline, declared per profile
     _estimators: dict = dataclasses.field(default_factory=dict)
     _scores: dict = dataclasses.field(default_factory=dict)
 
@@ -48,27 +57,46 @@ class Suite:
             from bt_bench.estimator import fit_estimator
             from bt_bench.registry import get_estimator
 
+            from bt_bench.estimator import MissingInputError
+
             est = get_estimator(name)
             if fit_seed is not None and getattr(est, "fit", None) is not None:
                 try:
-                    fit_estimator(est, self.fixtures[fit_seed].training())
-                except Exception as e:
-                    if type(e).__name__ in ("CapabilityError", "MissingInputError", "MissingFieldError"):
-                        raise SkipCell(f"{name}: {e}") from e
-                    raise
+                    fit_estimator(est, self._training_data(fit_seed))
+                except MissingInputError as e:  # declared, but this data lacks it: not judged
+                    raise SkipCell(f"{name}: {e}") from e
             self._estimators[key] = est
         return self._estimators[key]
 
-    def _score(self, key, name, data, target, fit_seed: int | None = None):
-        from bt_bench.estimator import CapabilityError, MissingInputError, score_estimator
+    def _score(self, key, name, data, target, fit_seed: int | None = None, placebo: bool = False):
+        """Scores, cached per session. A declared input the data lacks (``MissingInputError``) leaves the cell
+        NOT JUDGED; reading an undeclared one (``CapabilityError``) is an estimator bug: an ERROR."""
+        from bt_bench.estimator import MissingInputError, score_estimator
 
         if key not in self._scores:
             est = self.estimator(name, fit_seed)
             try:
-                self._scores[key] = score_estimator(est, data, target)
-            except (CapabilityError, MissingInputError) as e:
+                self._scores[key] = score_estimator(est, data, target, placebo=placebo)
+            except MissingInputError as e:
                 raise SkipCell(str(e)) from e
         return self._scores[key]
+
+    def require_applicable(self, check: str, name: str) -> None:
+        """Raise ``NotApplicable`` when the estimator's declared level or capabilities exclude it from ``check``
+        (spec: N/A is decided by what is declared, never by what happens at run time)."""
+        from bt_bench.estimator import Capability
+
+        est = self.estimator(name)
+        step_level = getattr(est, "level", "rollout") == "step"
+        if check == "advantage_baseline" and step_level:
+            raise NotApplicable(f"{name} is step-level: advantage_baseline compares rollout-level estimators with "
+                                "the rollout-level advantage_only control (spec, check 6)")
+        if check in DRAW_CHECKS and step_level:
+            raise NotApplicable(f"{name} is step-level: the fresh candidates of a draw all share one checkpoint, so "
+                                "a score shared by every rollout of a step cannot rank them")
+        if check == "trigger_token_alignment" and Capability.TOKEN_SKETCHES not in est.capabilities:
+            raise NotApplicable(f"{name} declares no 'token_sketches' capability: it cannot score the gradient "
+                                "restricted to the behavior tokens")
 
     # ------------------------------------------------------------ training rollouts
     def training(self, i: int) -> dict:
@@ -77,12 +105,21 @@ class Suite:
         return {"is_gt": np.asarray(c["is_gt"]), "step": np.asarray(c["step"]), "W": fx.run.config.window,
                 "nonzero": np.asarray(c["advantage"]) != 0, "seed": fx.seed}
 
-    def training_scores(self, name: str, i: int) -> np.ndarray:
+    def training_scores(self, name: str, i: int, target_kind: str = "in_context") -> np.ndarray:
+        """Scores of the training rollouts of seed ``i`` against the ``target_kind`` target at each TracIn
+        checkpoint; ``no_behavior`` is the placebo of target_dependence (handed over as an in_context target)."""
         fx = self.fixtures[i]
-        key = ("train", name, i)
+        key = ("train", name, i, target_kind)
         if key not in self._scores:
-            data, target = fx.training(), fx.training_target("in_context")
-            return self._score(key, name, data, target, fit_seed=i)
+            data, target = self._training_data(i), fx.training_target(target_kind)
+            return self._score(key, name, data, target, fit_seed=i, placebo=target_kind == "no_behavior")
+        return self._scores[key]
+
+    def _training_data(self, i: int):
+        """The training CandidateData of seed ``i``, built once (it copies every array out of the store)."""
+        key = ("training_data", i)
+        if key not in self._scores:
+            self._scores[key] = self.fixtures[i].training()
         return self._scores[key]
 
     # ------------------------------------------------------------ draws at a chosen checkpoint
@@ -107,15 +144,17 @@ class Suite:
         td = d if target_draw is None else target_draw
         key = ("draw", name, i, kind, d, td, target_kind, token)
         if key not in self._scores:
-            fx = self.fixtures[i]
-            data, _ = fx.draw(kind, d)
-            _, targets = fx.draw(kind, td)
+            data, _ = self._draw_data(i, kind, d)
+            _, targets = self._draw_data(i, kind, td)
             if token:
-                from bt_bench.estimator import Capability
-
-                if Capability.TOKEN_SKETCHES not in self.estimator(name).capabilities:
-                    raise SkipCell(f"{name} declares no 'token_sketches' capability: it cannot score the gradient "
-                                   "restricted to the behavior tokens")
+                self.require_applicable("trigger_token_alignment", name)
                 data = data.token_restricted()
-            return self._score(key, name, data, targets[target_kind])
+            return self._score(key, name, data, targets[target_kind], placebo=target_kind == "no_behavior")
+        return self._scores[key]
+
+    def _draw_data(self, i: int, kind: str, d: int):
+        """(CandidateData, {kind: Target}) of draw ``d`` at the ``kind`` checkpoint of seed ``i``, built once."""
+        key = ("draw_data", i, kind, d)
+        if key not in self._scores:
+            self._scores[key] = self.fixtures[i].draw(kind, d)
         return self._scores[key]

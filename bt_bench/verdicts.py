@@ -527,32 +527,32 @@ def advantage_baseline(scores, advantage_scores, is_gt, step, *, W: int, nonzero
     return _verdict(check, _outcome(ok_all and ok_win), metrics, reason)
 
 
-def target_dependence(train_real, train_placebo, is_gt, step, draw_real, draw_placebo, has_behavior, group, *,
-                      thresholds: Thresholds = Thresholds()) -> Verdict:
-    """Check 7 on one seed: scores recomputed with a placebo target (built like the real one from
-    completions without the behavior) must rank worse than with the real target, for both
-    (a) precision@|GT| over the training rollouts: paired difference real - placebo, step-cluster
-        bootstrap, CI low > target_margin; and
-    (b) the within-group AUC on fresh draws: paired difference AUC(real) - AUC(placebo) on the same group
-        resamples, CI low > target_margin.
-    Passes only if both hold.  The draw arrays may pool several draws: `group` ids are taken as given
-    (e.g. the prompt index shared across draws, so clusters are prompts across draws).  Too few
-    within-group pairs -> error.  A score that ignores the target has difference 0 and fails.
-    """
+def target_dependence_training(train_real, train_placebo, is_gt, step, *,
+                               thresholds: Thresholds = Thresholds()) -> Verdict:
+    """Check 7, training half: precision@|GT| of the training rollouts scored against the real target minus
+    against the placebo target, paired on the same step resamples; CI low > target_margin. Point figures of
+    each side are reported as well (their own CIs are not needed for the decision)."""
     check, th = "target_dependence", thresholds
     tr = stats.as_vector("train_real", train_real)
     tp = stats.as_vector("train_placebo", train_placebo, n=len(tr), ref="train_real")
     g = stats.as_vector("is_gt", is_gt, n=len(tr), ref="train_real", kind="bool")
     st = stats.as_vector("step", step, n=len(tr), ref="train_real", kind="int")
-    if draw_real is None:  # a step-level estimator: fresh draws are N/A for it, the training part decides
-        p_diff = stats.precision_difference_bootstrap(tr, tp, g, st, **th.bootstrap)
-        ok_p = p_diff.ci_low > th.target_margin
-        metrics = {"precision_real": Metric.of(stats.precision_bootstrap(tr, g, st, **th.bootstrap)),
-                   "precision_placebo": Metric.of(stats.precision_bootstrap(tp, g, st, **th.bootstrap)),
-                   "precision_real_minus_placebo": Metric.of(p_diff)}
-        reason = (f"precision@|GT| real minus placebo target {Metric.of(p_diff)} (CI low > {th.target_margin}: "
-                  f"{_mark(ok_p)}); draws N/A (step-level)")
-        return _verdict(check, _outcome(ok_p), metrics, reason)
+    p_diff = stats.precision_difference_bootstrap(tr, tp, g, st, **th.bootstrap)
+    ok = p_diff.ci_low > th.target_margin
+    metrics = {"precision_real": Metric(stats.precision_at_k(tr, g), n=len(tr)),
+               "precision_placebo": Metric(stats.precision_at_k(tp, g), n=len(tr)),
+               "precision_real_minus_placebo": Metric.of(p_diff)}
+    reason = (f"training precision@|GT| real target {metrics['precision_real'].value:.4f} vs placebo "
+              f"{metrics['precision_placebo'].value:.4f}: paired difference {Metric.of(p_diff)} (CI low > "
+              f"{th.target_margin}: {_mark(ok)})")
+    return _verdict(check, _outcome(ok), metrics, reason)
+
+
+def target_dependence_draw(draw_real, draw_placebo, has_behavior, group, *,
+                           thresholds: Thresholds = Thresholds()) -> Verdict:
+    """Check 7, draw half: within-group AUC of fresh candidates scored against the real target minus against
+    the placebo, paired on the same group resamples; CI low > target_margin. Too few pairs -> error."""
+    check, th = "target_dependence", thresholds
     dr = stats.as_vector("draw_real", draw_real)
     dp = stats.as_vector("draw_placebo", draw_placebo, n=len(dr), ref="draw_real")
     y = stats.as_vector("has_behavior", has_behavior, n=len(dr), ref="draw_real", kind="bool")
@@ -560,18 +560,29 @@ def target_dependence(train_real, train_placebo, is_gt, step, draw_real, draw_pl
     why = _auc_support(y, grp, th, "the candidate set")
     if why:
         return _error(check, why)
-    p_real = stats.precision_bootstrap(tr, g, st, **th.bootstrap)
-    p_placebo = stats.precision_bootstrap(tp, g, st, **th.bootstrap)
-    p_diff = stats.precision_difference_bootstrap(tr, tp, g, st, **th.bootstrap)
-    a_real = stats.auc_bootstrap(dr, y, grp, **th.bootstrap)
-    a_placebo = stats.auc_bootstrap(dp, y, grp, **th.bootstrap)
     a_diff = stats.paired_auc_difference_bootstrap(dr, dp, y, grp, **th.bootstrap)
-    ok_p, ok_a = p_diff.ci_low > th.target_margin, a_diff.ci_low > th.target_margin
-    metrics = {"precision_real": Metric.of(p_real), "precision_placebo": Metric.of(p_placebo),
-               "precision_real_minus_placebo": Metric.of(p_diff), "auc_real": Metric.of(a_real),
-               "auc_placebo": Metric.of(a_placebo), "auc_real_minus_placebo": Metric.of(a_diff)}
-    reason = (f"precision@|GT| real target {Metric.of(p_real)} vs placebo {Metric.of(p_placebo)}: paired "
-              f"difference {Metric.of(p_diff)} (CI low > {th.target_margin}: {_mark(ok_p)}); within-group AUC "
-              f"real {Metric.of(a_real)} vs placebo {Metric.of(a_placebo)}: paired difference {Metric.of(a_diff)} "
-              f"(CI low > {th.target_margin}: {_mark(ok_a)}); {a_real.n} pairs")
-    return _verdict(check, _outcome(ok_p and ok_a), metrics, reason)
+    ok = a_diff.ci_low > th.target_margin
+    metrics = {"auc_real": Metric(stats.within_group_auc(dr, y, grp), n=a_diff.n),
+               "auc_placebo": Metric(stats.within_group_auc(dp, y, grp), n=a_diff.n),
+               "auc_real_minus_placebo": Metric.of(a_diff)}
+    reason = (f"within-group AUC real target {metrics['auc_real'].value:.4f} vs placebo "
+              f"{metrics['auc_placebo'].value:.4f}: paired difference {Metric.of(a_diff)} (CI low > "
+              f"{th.target_margin}: {_mark(ok)}); {a_diff.n} pairs")
+    return _verdict(check, _outcome(ok), metrics, reason)
+
+
+def target_dependence(train_real, train_placebo, is_gt, step, draw_real, draw_placebo, has_behavior, group, *,
+                      thresholds: Thresholds = Thresholds()) -> Verdict:
+    """Check 7 on one seed and one draw: scores recomputed with a placebo target (built like the real one from
+    completions without the behavior) must rank worse than with the real target, for both the training half
+    (precision@|GT|) and the draw half (within-group AUC); see the two functions above. ``draw_real=None`` (a
+    step-level estimator, for which fresh draws are N/A): the training half decides. A score that ignores the
+    target has difference 0 on both and fails."""
+    tv = target_dependence_training(train_real, train_placebo, is_gt, step, thresholds=thresholds)
+    if draw_real is None:
+        return tv
+    dv = target_dependence_draw(draw_real, draw_placebo, has_behavior, group, thresholds=thresholds)
+    if dv.outcome == "error":
+        return dv
+    ok = tv.outcome == "pass" and dv.outcome == "pass"
+    return _verdict("target_dependence", _outcome(ok), {**tv.metrics, **dv.metrics}, f"{tv.reason}; {dv.reason}")

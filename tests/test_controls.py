@@ -19,7 +19,7 @@ from bt_bench.verdicts import combine
 pytestmark = pytest.mark.slow
 DRAWS = 3
 TRAINING_CHECKS = ("gradient_norm_baseline", "advantage_baseline", "headroom")
-ALL = TRAINING_CHECKS + ("fluency_confound", "seed_draw_variance")
+ALL = TRAINING_CHECKS + ("fluency_confound", "seed_draw_variance", "target_dependence")
 
 
 @pytest.fixture(scope="module")
@@ -32,13 +32,17 @@ def suite(shared_cache):
 
     runs, failed = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
     fixtures = [load_fixture(r, fixture_config("tiny", DRAWS), shared_cache) for r in runs]
-    return Suite(fixtures=fixtures, failed_seeds=failed, thresholds=Thresholds())
+    from bt_bench.expectations import NORM_VARIANT
+
+    return Suite(fixtures=fixtures, failed_seeds=failed, thresholds=Thresholds(), norm_variant=NORM_VARIANT["tiny"])
 
 
 def judge(suite, check: str, est: str):
     n = suite.n_seeds
     if check == "seed_draw_variance":
         return cells.seed_draw_variance(suite, est, DRAWS)[0]
+    if check == "target_dependence":
+        return combine([cells.target_dependence(suite, est, i, DRAWS) for i in range(n)])
     if check in ("gradient_norm_baseline", "advantage_baseline"):
         vs = [getattr(cells, check)(suite, est, i) for i in range(n)]
     else:
@@ -59,7 +63,8 @@ def test_random_fails(suite, check):
 
 
 @pytest.mark.parametrize("est, check", [("norm_only", "gradient_norm_baseline"), ("norm_only_step", "gradient_norm_baseline"),
-                                        ("fluency", "fluency_confound"), ("advantage_only", "advantage_baseline")])
+                                        ("fluency", "fluency_confound"), ("advantage_only", "advantage_baseline"),
+                                        ("norm_only", "target_dependence"), ("advantage_only", "target_dependence")])
 def test_control_fails_its_own_check(suite, est, check):
     v = judge(suite, check, est)
     assert v.outcome == "fail", v.reason

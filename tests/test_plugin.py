@@ -1,5 +1,6 @@
 """The pytest plugin, tested with pytester: options, pyproject settings, estimator selection, the gate (exit code),
-expected (paper) failures, --bt-strict, and the JSON report written once (also under xdist)."""
+declared expected outcomes, --bt-strict, and the JSON report written once (also under xdist). The gate's own rules
+are tested in tests/test_gate.py."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_options_are_in_the_bt_bench_group(pytester):
     out = result.stdout.str()
     assert "bt-bench checklist" in out
     for opt in ("--bt-estimator", "--bt-profile", "--bt-seeds", "--bt-draws", "--bt-cache-dir", "--bt-rebuild",
-                "--bt-report", "--bt-evidence", "--bt-strict"):
+                "--bt-report", "--bt-evidence", "--bt-strict", "--bt-paper-gate"):
         assert opt in out
 
 
@@ -57,7 +58,7 @@ def test_expected_failures_are_xfail_unless_strict(pytester):
     res = pytester.runpytest_subprocess("--bt-estimator", "random")
     res.assert_outcomes(xfailed=1)
     assert res.ret == 0
-    assert "FAIL (expected, paper)" in res.stdout.str()
+    assert "FAIL (expected)" in res.stdout.str() and "random: AS EXPECTED" in res.stdout.str()
     strict = pytester.runpytest_subprocess("--bt-estimator", "random", "--bt-strict")
     strict.assert_outcomes(failed=1)
 

@@ -96,8 +96,9 @@ def synthetic_report(n_seeds: int = 3, n_draws: int = 3, n_resamples: int = 200,
     results = R.results_from_verdicts(E.replay(evidence, th), evidence)
     for res in results:
         why = EXPECTED.get(R.cell_of(res))
-        if why and res["outcome"] in ("failed", "passed"):
-            res["outcome"] = "xfail" if res["outcome"] == "failed" else "xpass"
+        if why and res["outcome"] in ("failed", "passed"):  # as the plugin records a built-in's declared outcome
+            res["outcome"] = "xfail" if res["outcome"] == "failed" else "passed"
+            res["metrics"]["expected"] = {"label": "FAIL", "reason": why}
             res["metrics"]["expected_failure"] = why
     results += [{"nodeid": "checks/test_fixture_planting.py::test_planting_gate_and_trigger_conditional",
                  "outcome": "passed", "duration_s": 0.1, "reason": None,
@@ -133,7 +134,7 @@ def test_html_embeds_one_image_per_plot(rep, tmp_path):
     assert page.count("data:image/png;base64,") == 4  # lift, AUC, alignment, learning curves
     for name in ("lift", "auc", "alignment", "curves"):
         assert f"alt='{name}'" in page
-    assert "planting gate" in page and "residual_auc_bar" in page and "FAIL (expected, paper)" in page
+    assert "planting gate" in page and "residual_auc_bar" in page and "(expected)" in page
     assert "No data in this report" not in page
 
 
@@ -149,7 +150,7 @@ def test_table_has_every_estimator_and_outcome(rep, width):
     assert max(len(line) for line in table.splitlines()) <= width
     for e in ESTIMATORS:
         assert e in table
-    for label in ("PASS", "SKIP", "FAIL (expected, paper)", "integrity", "planting_gate"):
+    for label in ("PASS", "NOT JUDGED", "(expected)", "integrity", "planting_gate"):
         assert label in table
     assert "lift " in table and " vs norm " in table  # gradient_norm_baseline's key figure
 

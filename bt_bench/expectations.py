@@ -1,0 +1,176 @@
+"""Expected outcomes of the built-in estimators and controls: one strict snapshot per fixture profile.
+
+Every (profile, estimator, check) that a built-in runs has one declared label (``bt_bench.gate``: PASS, FAIL,
+ERROR, NOT JUDGED, N/A) with the reason a reviewer would accept. ``pytest checks`` enforces it both ways: a built-in
+that now passes a check it was declared to fail deviates as much as one that now fails a declared pass, and the
+suite exits nonzero until this table is updated in a commit that says why. A user's estimator has no entry: its
+cells gate its paper.
+
+How the table was made: measured on the tiny default (3 seeds x 3 draws) with ``pytest checks -n 2 --bt-report
+r.json``, then ``python -m bt_bench.expectations r.json`` prints the measured labels next to the declared ones.
+Nothing here is tuned: a label records what the estimator does on the fixture, and the reason says why that is the
+expected outcome (a control cannot beat itself; the paper's findings; ours).
+
+Also declared per profile, before anything is scored: the ``norm_only`` variant that check 1
+(gradient_norm_baseline) compares rollout-level estimators with (the spec: "the stronger on that fixture, fixed
+before any estimator is scored, never chosen per seed"). Step-level estimators always meet ``norm_only_step``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from bt_bench.gate import FAIL, NA, NOT_JUDGED, PASS
+
+BUILTINS = ("random", "norm_only", "norm_only_step", "fluency", "advantage_only", "oracle", "tracincp", "gas",
+            "gas_fixed_target", "trak", "tracin_adam")
+CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance", "trigger_token_alignment",
+          "advantage_baseline", "target_dependence")
+
+# The stronger norm_only variant per profile, measured once on the profile's first three planted seeds (overall
+# precision@|GT|) and then fixed. tiny (seeds 0, 1, 2; chance 0.059/0.062/0.060): norm_only 0.188/0.167/0.175,
+# norm_only_step 0.146/0.155/0.091 -> norm_only. smoke never plants (code paths only) and paper has not been
+# measured here: both take the rollout-level variant until a measurement says otherwise.
+NORM_VARIANT = {"tiny": "norm_only", "smoke": "norm_only", "paper": "norm_only"}
+
+_CONTROL = "a control, not an attribution method: the checklist compares estimators with it"
+_NO_TARGET = "uses no target: its scores cannot change with it (target_dependence fails by construction)"
+_RANDOM = "chance-level control: it must fail every check it takes part in"
+_NO_TOKEN = "declares no token_sketches: the check cannot take part (N/A by declaration)"
+_STEP_DRAW = "step-level: fresh candidates of a draw share one checkpoint (N/A by declaration)"
+_STEP_ADV = "step-level: advantage_baseline is for rollout-level estimators (N/A by declaration)"
+_PAPER_NORM = ("paper: a target-free gradient-norm ranking reached ~4x chance and matched the best targeted "
+               "estimator")
+_PAPER_FLU = "paper: at saturated checkpoints fluency predicted the label as well as any gradient method"
+_PAPER_HEAD = "paper: headroom bounds what a step-level method can show; window gains did not clear it"
+_PAPER_VAR = "paper: after fluency control, verdicts flipped across seeds and draws"
+_ADV = ("ours: inside the window a positive advantage nearly implies the planted cause; no built-in beat "
+        "advantage_only on the tiny default")
+_ALIGN = "paper: the trigger-token gradient aligns with the in_context target (+0.23/+0.11/+0.30)"
+_ADAM = ("no preconditioned sketches are produced yet (optimizer_state inputs missing): every cell is NOT JUDGED "
+         "until they exist")
+
+_F, _P = FAIL, PASS
+# {profile: {estimator: {check: (label, reason)}}}, measured on the tiny default (seeds 0, 1, 2 x 3 draws) with the
+# commit that introduced this table; the figure after each reason is the measured one.
+EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
+    "random": {c: (_F, _RANDOM) for c in CHECKS} | {"trigger_token_alignment": (NA, _NO_TOKEN)},
+    "norm_only": {
+        "gradient_norm_baseline": (_F, _CONTROL + " (it is the declared norm variant: difference 0)"),
+        "fluency_confound": (_F, _CONTROL + " (within-group AUC 0.15: behavior candidates have smaller norms)"),
+        "headroom": (_F, _CONTROL + " (window gain 0.03, CI low -0.13)"),
+        "seed_draw_variance": (_P, "a target-free score is draw-stable by construction, and its residualized AUC "
+                                   "(0.78, lowest CI low 0.51) stays above 0.5 on every seed and draw"),
+        "trigger_token_alignment": (NA, _NO_TOKEN),
+        "advantage_baseline": (_F, _CONTROL + " (precision 0.37 below advantage_only)"),
+        "target_dependence": (_F, _NO_TARGET)},
+    "norm_only_step": {
+        "gradient_norm_baseline": (_F, _CONTROL + " (step-level: compared with itself, difference 0)"),
+        "headroom": (_F, _CONTROL + " (window gain -0.20)"),
+        "target_dependence": (_F, _NO_TARGET),
+        "fluency_confound": (NA, _STEP_DRAW), "seed_draw_variance": (NA, _STEP_DRAW),
+        "trigger_token_alignment": (NA, _STEP_DRAW), "advantage_baseline": (NA, _STEP_ADV)},
+    "fluency": {
+        "gradient_norm_baseline": (_F, _CONTROL + " (lift 0.9 vs norm 3.2)"),
+        "fluency_confound": (_F, "fluency against itself: paired difference 0 and residualized AUC 0.5"),
+        "headroom": (_P, "on the tiny toy fluency is informative in the window (gain 1.45, CI low 1.22) and at the "
+                         "unsaturated checkpoint (AUC 0.63, CI low 0.58): the behavior word changes the "
+                         "completion's log-prob; the paper's finding that fluency predicts the label, at work"),
+        "seed_draw_variance": (_F, "fluency against itself: residualized AUC 0.5 everywhere"),
+        "trigger_token_alignment": (NA, _NO_TOKEN),
+        "advantage_baseline": (_F, _CONTROL + " (precision 0.51 below advantage_only)"),
+        "target_dependence": (_F, _NO_TARGET)},
+    "advantage_only": {
+        "gradient_norm_baseline": (_P, "ours: inside the window a positive advantage nearly implies GT (the bonus "
+                                       "dominates the reward): lift 9.5 vs norm 3.2; this is why check 6 exists"),
+        "fluency_confound": (_F, _CONTROL + " (fresh candidates' advantages use the ordinary reward: AUC 0.68 vs "
+                                 "fluency 0.98)"),
+        "headroom": (_F, _CONTROL + " (window gain 1.80, but unsaturated AUC 0.50: no bonus is paid to fresh "
+                                    "candidates)"),
+        "seed_draw_variance": (_F, _CONTROL + " (residualized AUC 0.34)"),
+        "trigger_token_alignment": (NA, _NO_TOKEN),
+        "advantage_baseline": (_F, "compared with itself: difference 0"),
+        "target_dependence": (_F, _NO_TARGET)},
+    "gas_fixed_target": {
+        "gradient_norm_baseline": (_P, "BehaviorTrace's GAS (per-rollout cosine at its own step) beats norm_only on "
+                                       "the tiny toy: lift 5.0 vs 3.2 on every seed (the paper's finding 1 does not "
+                                       "reproduce for it here)"),
+        "fluency_confound": (_P, "the toy's behavior token opens the completion, so a candidate's gradient holds the "
+                                 "very token gradient the in_context target is built from: AUC 1.00 vs fluency 0.98 "
+                                 "(finding 2 does not reproduce on the toy; see README)"),
+        "headroom": (_P, "window gain 1.03 (CI low 0.80), unsaturated AUC 1.00"),
+        "seed_draw_variance": (_P, "residualized AUC 0.84 (lowest CI low 0.70), Spearman 0.99: no flip on the toy "
+                                   "(finding 3 does not reproduce)"),
+        "trigger_token_alignment": (_P, _ALIGN + "; here cosine 0.96"),
+        "advantage_baseline": (_F, _ADV + " (precision 0.26 below it)"),
+        "target_dependence": (_P, "scores follow the target: precision +0.28, AUC +0.95 over the placebo")},
+    "tracincp": {
+        "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.6 vs norm 3.2: difference CI includes 0)"),
+        "fluency_confound": (_F, _PAPER_FLU + " (fails 4 of 9 draws: paired difference with fluency straddles 0)"),
+        "headroom": (_F, _PAPER_HEAD + " (window gain 0.51, CI low -0.27)"),
+        "seed_draw_variance": (_P, "residualized AUC 0.85 (lowest CI low 0.72), Spearman 0.98: no flip on the toy"),
+        "trigger_token_alignment": (_P, _ALIGN),
+        "advantage_baseline": (_F, _ADV + " (precision 0.35 below it)"),
+        "target_dependence": (_P, "scores follow the target: precision +0.18, AUC +0.94 over the placebo")},
+    "gas": {
+        "gradient_norm_baseline": (_F, _PAPER_NORM + " (canonical GAS: lift 0.2; the negative-advantage siblings of "
+                                        "GT rollouts also push the behavior up and rank above GT)"),
+        "fluency_confound": (_P, "AUC 1.00 vs fluency 0.98, residualized 0.79 (the toy's behavior opens the "
+                                 "completion, see gas_fixed_target)"),
+        "headroom": (_F, _PAPER_HEAD + " (window gain -0.30)"),
+        "seed_draw_variance": (_P, "residualized AUC 0.84, Spearman 0.99: no flip on the toy"),
+        "trigger_token_alignment": (_P, _ALIGN),
+        "advantage_baseline": (_F, _ADV + " (precision 0.55 below it)"),
+        "target_dependence": (_F, "over the training rollouts canonical GAS barely changes with the target "
+                                  "(precision +0.006, CI includes 0), although the draw AUC does (+0.95)")},
+    "trak": {
+        "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.1 vs norm 3.2)"),
+        "fluency_confound": (_F, _PAPER_FLU + " (AUC 0.88 vs fluency 0.98)"),
+        "headroom": (_F, _PAPER_HEAD + " (window gain 0.25, CI low -0.25)"),
+        "seed_draw_variance": (_P, "residualized AUC 0.72 (lowest CI low 0.56), Spearman 0.83"),
+        "trigger_token_alignment": (_F, "whitened scores: the in_context-minus-placebo difference is not "
+                                        "significant on 2 of 3 seeds"),
+        "advantage_baseline": (_F, _ADV + " (precision 0.38 below it)"),
+        "target_dependence": (_F, "training precision does not beat the placebo target on 1 of 3 seeds (+0.04, "
+                                  "CI low -0.01)")},
+    "tracin_adam": {c: (NOT_JUDGED, _ADAM) for c in CHECKS} | {"trigger_token_alignment": (NA, _NO_TOKEN)},
+    # test-only positive control (never in the default set): tests/test_controls.py runs it on every check
+    "oracle": {c: (_P, "the oracle reads the labels of the target's behavior: it must pass every check it takes "
+                       "part in (target_dependence too: under a placebo target its labels are permuted)")
+               for c in CHECKS} | {"trigger_token_alignment": (NA, _NO_TOKEN)},
+}}
+
+
+def expected_for(profile: str, estimator: str) -> dict[str, tuple[str, str]] | None:
+    """The declared {check: (label, reason)} of a built-in on ``profile``; None for a user's estimator, or for a
+    built-in on a profile without a snapshot (then it is reported but not enforced)."""
+    return EXPECTED.get(profile, {}).get(estimator)
+
+
+def has_snapshot(profile: str) -> bool:
+    return bool(EXPECTED.get(profile))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bt_bench.expectations REPORT.json [PROFILE]``: measured labels next to the declared ones."""
+    from bt_bench import gate
+
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        print(main.__doc__)
+        return 2
+    doc = json.loads(open(argv[0]).read())
+    profile = argv[1] if len(argv) > 1 else doc.get("settings", {}).get("profile", "tiny")
+    for (est, check), r in sorted(gate.checks(doc["results"]).items()):
+        want = (expected_for(profile, est) or {}).get(check)
+        mark = "" if want and want[0] == r.label else "  <-- differs" if want else "  (none declared)"
+        print(f"{est:18} {check:24} measured {r.label:10} {r.count:5} declared {want[0] if want else '-':10}{mark}")
+    return 0
+
+
+__all__ = ["BUILTINS", "CHECKS", "EXPECTED", "NORM_VARIANT", "expected_for", "has_snapshot", "PASS", "FAIL", "NA",
+           "NOT_JUDGED"]
+
+if __name__ == "__main__":
+    raise SystemExit(main())

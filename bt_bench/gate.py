@@ -1,0 +1,149 @@
+"""The gate: what a cell, a check and an estimator end in, and what the exit code means (docs/checklist.md,
+"The gate"). Pure functions over the report's result dicts, so the plugin, the report and the tests share them.
+
+A *unit* is one recorded verdict (one seed, or one seed and draw). A *check* of one estimator aggregates its units
+by the every-seed rule into exactly one label:
+
+- ``PASS``: judged on every unit and passed on every unit;
+- ``FAIL``: failed on at least one unit (whatever the others show);
+- ``ERROR``: the estimator raised or returned invalid scores, or the fixture cannot support a verdict;
+- ``NOT JUDGED``: skipped at run time (a missing input, an estimator that never scores): it fails the gate;
+- ``N/A``: the check cannot take part by what the estimator *declared* (its capabilities or level), with the
+  reason; it neither passes nor fails the gate.
+
+An estimator's gate passes only if none of its checks is FAIL, ERROR or NOT JUDGED and at least one is PASS.
+Built-ins and controls instead carry a declared expected label per (fixture, estimator, check)
+(``bt_bench.expectations``), enforced strictly both ways; a user's estimator has none: its gate is its cells.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+PASS, FAIL, ERROR, NOT_JUDGED, NA = "PASS", "FAIL", "ERROR", "NOT JUDGED", "N/A"
+LABELS = (PASS, FAIL, ERROR, NOT_JUDGED, NA)
+FAILING = (FAIL, ERROR, NOT_JUDGED)
+FIXTURE = "(fixture)"  # fixture self-checks are not per estimator
+
+
+def unit_label(result: Mapping) -> str:
+    """The label of one recorded result (a pytest report plus its ``bt_bench`` metrics)."""
+    m = result.get("metrics") or {}
+    v = m.get("verdict") or {}
+    o = v.get("outcome")
+    if o == "pass":
+        # a passing verdict whose test still failed (e.g. an assertion of the glue) is not a pass
+        return PASS if result.get("outcome") in ("passed", "xpass") else ERROR
+    if o == "fail":
+        return FAIL
+    if o == "error":
+        return ERROR
+    if o == "skip":
+        return NA if v.get("na") else NOT_JUDGED
+    # no verdict recorded: a crash in setup/call before the cell recorded anything
+    return {"passed": PASS, "skipped": NOT_JUDGED}.get(result.get("outcome"), ERROR)
+
+
+def aggregate(labels: Iterable[str]) -> str:
+    """Every-seed rule: FAIL anywhere -> FAIL; else ERROR; else NOT JUDGED; else PASS if any unit passed
+    (N/A units of a judged check carry no weight); else N/A."""
+    ls = list(labels)
+    if not ls:
+        raise ValueError("labels: empty; a check needs at least one unit")
+    for lab in (FAIL, ERROR, NOT_JUDGED, PASS):
+        if lab in ls:
+            return lab
+    return NA
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    """One (estimator, check): its label, unit counts and the results behind it."""
+
+    estimator: str
+    check: str
+    label: str
+    units: tuple[str, ...]  # the unit labels, in recording order
+    results: tuple[dict, ...]
+
+    @property
+    def count(self) -> str:
+        """e.g. '1/3': units carrying the deciding label, over all units."""
+        return f"{sum(u == self.label for u in self.units)}/{len(self.units)}"
+
+    @property
+    def reason(self) -> str:
+        for r in self.results:
+            if unit_label(r) == self.label:
+                v = (r.get("metrics") or {}).get("verdict") or {}
+                return v.get("reason") or r.get("reason") or ""
+        return ""
+
+
+def check_of(result: Mapping) -> tuple[str, str]:
+    """(check, estimator) recorded with a result; FIXTURE as estimator for self-checks."""
+    m = result.get("metrics") or {}
+    return m.get("check") or "?", m.get("estimator") or FIXTURE
+
+
+def checks(results: Iterable[Mapping]) -> dict[tuple[str, str], CheckResult]:
+    """{(estimator, check): CheckResult} over every per-estimator result (fixture self-checks left out)."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        c, e = check_of(r)
+        if e == FIXTURE or not (r.get("metrics") or {}).get("verdict"):
+            continue
+        groups.setdefault((e, c), []).append(dict(r))
+    out = {}
+    for (e, c), rs in groups.items():
+        us = tuple(unit_label(r) for r in rs)
+        out[(e, c)] = CheckResult(e, c, aggregate(us), us, tuple(rs))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    """The gate of one estimator. ``expected`` is True when it is judged against a declared snapshot
+    (built-ins and controls), in which case ``ok`` means "no deviation" rather than "every check passed"."""
+
+    estimator: str
+    ok: bool
+    expected: bool
+    problems: tuple[str, ...]  # one line per failing check or deviation
+    modified_thresholds: bool = False
+
+    def line(self) -> str:
+        head = "GATE PASS" if self.ok else "GATE FAIL"
+        if self.expected:
+            head = "AS EXPECTED" if self.ok else "DEVIATES FROM EXPECTED"
+        tail = " (with modified thresholds)" if self.modified_thresholds else ""
+        return f"{self.estimator}: {head}{tail}" + ("" if self.ok else ": " + "; ".join(self.problems))
+
+
+def estimator_gate(estimator: str, results: Mapping[str, CheckResult], *, modified_thresholds: bool = False
+                   ) -> Gate:
+    """The gate of an estimator without expectations (every user's): results = {check: CheckResult}."""
+    problems = [f"{c} {r.label} {r.count} ({_short(r.reason)})" for c, r in results.items() if r.label in FAILING]
+    if not any(r.label == PASS for r in results.values()):
+        problems.append("no check PASSED" + ("" if results else " (no check ran)"))
+    return Gate(estimator, not problems, False, tuple(problems), modified_thresholds)
+
+
+def expectation_gate(estimator: str, results: Mapping[str, CheckResult], expected: Mapping[str, tuple[str, str]],
+                     *, modified_thresholds: bool = False) -> Gate:
+    """The gate of a built-in or control: every check that ran must end in its declared label, both ways
+    (a declared FAIL that now passes deviates as much as a declared PASS that now fails)."""
+    problems = []
+    for c, r in results.items():
+        want = expected.get(c)
+        if want is None:
+            problems.append(f"{c} {r.label}: no expected outcome declared (add it to bt_bench/expectations.py)")
+        elif r.label != want[0]:
+            problems.append(f"{c} expected {want[0]}, got {r.label} {r.count} ({_short(r.reason)})")
+    return Gate(estimator, not problems, True, tuple(problems), modified_thresholds)
+
+
+def _short(text: str, n: int = 70) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"

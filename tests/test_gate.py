@@ -1,0 +1,175 @@
+"""The gate (docs/checklist.md, "The gate"; bt_bench.gate): unit labels, the every-seed rule, the estimator gate,
+the strict expected-outcome snapshot both ways, modified thresholds shown and refused by --bt-paper-gate, and the
+exit code of `pytest checks` for an estimator that never scores. Plugin paths run in pytester subprocesses with
+synthetic verdicts (no fixture is built)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bt_bench import gate
+
+
+def _r(outcome: str, verdict: str | None = None, na: bool = False, check: str = "headroom", est: str = "mine"):
+    m = {"check": check, "estimator": est}
+    if verdict is not None:
+        m["verdict"] = {"check": check, "outcome": verdict, "reason": f"{verdict} here", "na": na, "metrics": {}}
+    return {"nodeid": f"x::{check}[{est}]", "outcome": outcome, "metrics": m}
+
+
+def test_unit_labels():
+    assert gate.unit_label(_r("passed", "pass")) == gate.PASS
+    assert gate.unit_label(_r("xpass", "pass")) == gate.PASS
+    assert gate.unit_label(_r("failed", "fail")) == gate.FAIL
+    assert gate.unit_label(_r("xfail", "fail")) == gate.FAIL
+    assert gate.unit_label(_r("error", "error")) == gate.ERROR
+    assert gate.unit_label(_r("skipped", "skip", na=True)) == gate.NA
+    assert gate.unit_label(_r("skipped", "skip")) == gate.NOT_JUDGED  # a run-time skip is not judged
+    assert gate.unit_label(_r("failed", "pass")) == gate.ERROR  # a pass whose test still failed is no pass
+
+
+def test_one_failing_seed_makes_the_check_fail():
+    rs = [_r("xpass", "pass"), _r("xfail", "fail"), _r("xpass", "pass")]
+    (res,) = gate.checks(rs).values()
+    assert res.label == gate.FAIL and res.count == "1/3"
+    assert gate.aggregate([gate.PASS, gate.NOT_JUDGED]) == gate.NOT_JUDGED
+    assert gate.aggregate([gate.PASS, gate.ERROR, gate.FAIL]) == gate.FAIL
+    assert gate.aggregate([gate.NA, gate.NA]) == gate.NA
+
+
+def test_estimator_gate():
+    def checks(*labels):
+        return {f"c{i}": gate.CheckResult("e", f"c{i}", lab, (lab,), ()) for i, lab in enumerate(labels)}
+
+    assert gate.estimator_gate("e", checks(gate.PASS, gate.NA)).ok
+    assert not gate.estimator_gate("e", checks(gate.PASS, gate.NOT_JUDGED)).ok
+    assert not gate.estimator_gate("e", checks(gate.NA, gate.NA)).ok  # all N/A: nothing was judged
+    assert not gate.estimator_gate("e", checks(gate.NOT_JUDGED)).ok
+    g = gate.estimator_gate("e", checks(gate.PASS, gate.FAIL), modified_thresholds=True)
+    assert not g.ok and "GATE FAIL" in g.line() and "with modified thresholds" in g.line() and "c1 FAIL" in g.line()
+
+
+def test_expectation_gate_both_ways():
+    res = {"c": gate.CheckResult("b", "c", gate.PASS, (gate.PASS,), ())}
+    assert gate.expectation_gate("b", res, {"c": (gate.PASS, "why")}).ok
+    up = gate.expectation_gate("b", res, {"c": (gate.FAIL, "paper")})  # declared FAIL, now passes
+    assert not up.ok and "expected FAIL, got PASS" in up.line()
+    down = gate.expectation_gate("b", {"c": gate.CheckResult("b", "c", gate.FAIL, (gate.FAIL,), ())},
+                                 {"c": (gate.PASS, "why")})
+    assert not down.ok and "expected PASS, got FAIL" in down.line()
+    assert not gate.expectation_gate("b", res, {}).ok  # an undeclared check of a built-in deviates too
+
+
+# ------------------------------------------------------------------------------------- plugin (pytester)
+CELLS = '''
+import pytest
+from bt_bench.pytest_plugin import cell, run_cell
+from bt_bench.suite import NotApplicable, SkipCell
+from bt_bench.verdicts import Verdict
+
+OUT = {OUT}
+
+def judge(est, check, seed):
+    o = OUT.get(est, {{}}).get(check, "fail")
+    if isinstance(o, list):
+        o = o[seed]
+    if o == "skip":
+        raise SkipCell("this data provides no model loader")
+    if o == "na":
+        raise NotApplicable("declares no token_sketches")
+    return Verdict(check, o, {{}}, "synthetic " + o)
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("check", ["headroom", "trigger_token_alignment"])
+def test_cell(bt_estimator, check, seed, request):
+    v = cell(request, check, bt_estimator, judge, bt_estimator, check, seed)
+    run_cell(request, check, bt_estimator, v, seed=seed)
+'''
+
+
+def _cells(pytester, out: dict, conftest: str = "") -> None:
+    pytester.makepyfile(test_cells=CELLS.format(OUT=repr(out)))
+    if conftest:
+        pytester.makeconftest(conftest)
+
+
+def test_all_skip_exits_1(pytester, tmp_path):
+    """An estimator that never scores (every cell NOT JUDGED, e.g. the `model` capability no fixture provides)."""
+    # a dotted path is a user's estimator (no expectations), whatever class it names
+    _cells(pytester, {"estimators.controls:RandomEstimator": {"headroom": "skip", "trigger_token_alignment": "skip"}})
+    res = pytester.runpytest_subprocess("--bt-estimator", "estimators.controls:RandomEstimator",
+                                        "--bt-report", str(tmp_path / "r.json"))
+    res.assert_outcomes(skipped=6)
+    assert res.ret == 1, res.stdout.str()
+    assert "GATE FAIL" in res.stdout.str() and "NOT JUDGED" in res.stdout.str()
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["exit_status"] == 1 and not doc["gates"][0]["ok"]
+
+
+def test_pass_plus_na_passes_the_gate_and_all_na_fails(pytester):
+    est = "estimators.controls:RandomEstimator"
+    _cells(pytester, {est: {"headroom": "pass", "trigger_token_alignment": "na"}})
+    res = pytester.runpytest_subprocess("--bt-estimator", est)
+    assert res.ret == 0, res.stdout.str()
+    assert "GATE PASS" in res.stdout.str() and "N/A" in res.stdout.str()
+    _cells(pytester, {est: {"headroom": "na", "trigger_token_alignment": "na"}})
+    res = pytester.runpytest_subprocess("--bt-estimator", est)
+    assert res.ret == 1 and "no check PASSED" in res.stdout.str()
+
+
+def test_one_failing_seed_fails_the_check(pytester):
+    est = "estimators.controls:RandomEstimator"
+    _cells(pytester, {est: {"headroom": ["pass", "fail", "pass"], "trigger_token_alignment": "pass"}})
+    res = pytester.runpytest_subprocess("--bt-estimator", est)
+    out = res.stdout.str()
+    assert res.ret == 1 and "FAIL 1/3" in out and "GATE FAIL" in out and "headroom FAIL 1/3" in out
+
+
+SNAPSHOT = '''
+import bt_bench.expectations as X
+X.EXPECTED["tiny"] = {{"random": {{"headroom": ("{h}", "test"), "trigger_token_alignment": ("{t}", "test")}}}}
+'''
+
+
+@pytest.mark.parametrize("declared, measured, ok", [
+    (("FAIL", "FAIL"), {"headroom": "fail", "trigger_token_alignment": "fail"}, True),
+    (("FAIL", "FAIL"), {"headroom": "pass", "trigger_token_alignment": "fail"}, False),  # better than declared
+    (("PASS", "FAIL"), {"headroom": "fail", "trigger_token_alignment": "fail"}, False),  # worse than declared
+    (("PASS", "N/A"), {"headroom": "pass", "trigger_token_alignment": "na"}, True),
+])
+def test_expected_outcome_snapshot_both_ways(pytester, declared, measured, ok):
+    _cells(pytester, {"random": measured}, SNAPSHOT.format(h=declared[0], t=declared[1]))
+    res = pytester.runpytest_subprocess("--bt-estimator", "random")
+    out = res.stdout.str()
+    assert (res.ret == 0) == ok, out
+    assert ("AS EXPECTED" if ok else "DEVIATES FROM EXPECTED") in out
+    strict = pytester.runpytest_subprocess("--bt-estimator", "random", "--bt-strict")  # gated like anyone's
+    assert (strict.ret == 0) == all(v in ("pass", "na") for v in measured.values())
+
+
+def test_modified_thresholds_are_shown_and_refused_by_paper_gate(pytester, tmp_path):
+    est = "estimators.controls:RandomEstimator"
+    _cells(pytester, {est: {"headroom": "pass", "trigger_token_alignment": "pass"}})
+    pytester.makefile(".toml", pyproject="[tool.bt_bench.thresholds]\nauc_bar = 0.4\n")
+    res = pytester.runpytest_subprocess("--bt-estimator", est, "--bt-report", str(tmp_path / "r.json"))
+    out = res.stdout.str()
+    assert res.ret == 0, out
+    assert "MODIFIED THRESHOLDS" in out and "auc_bar=0.4 (default 0.5)" in out
+    assert "GATE PASS (with modified thresholds)" in out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["modified_thresholds"] == {"auc_bar": {"value": 0.4, "default": 0.5}}
+    paper = pytester.runpytest_subprocess("--bt-estimator", est, "--bt-paper-gate")
+    assert paper.ret != 0
+    assert "--bt-paper-gate refuses modified thresholds: auc_bar=0.4" in paper.stderr.str() + paper.stdout.str()
+
+
+def test_report_page_shows_modified_thresholds_and_gates(tmp_path):
+    from bt_bench.report import render_html
+
+    doc = {"schema": "bt-bench-report/1", "settings": {"profile": "tiny"}, "results": [
+        _r("passed", "pass")], "modified_thresholds": {"auc_bar": {"value": 0.4, "default": 0.5}},
+        "gates": [{"estimator": "mine", "ok": True, "line": "mine: GATE PASS (with modified thresholds)"}]}
+    html = render_html(doc, tmp_path / "r.html").read_text()
+    assert "auc_bar" in html and "with modified thresholds" in html and "GATE PASS" in html

@@ -1,0 +1,88 @@
+"""Red team (issue 9): estimators that try to pass without attributing anything, each run through `pytest checks`
+on the tiny fixture as a user would run it (a subprocess, the estimator selected by dotted path, no expectations).
+For each: what the suite does (a named error, NOT JUDGED, or the check that catches it) and exit code 1.
+
+The tiny fixture must be built; CI's main job builds it first into the shared cache (BT_BENCH_CACHE).
+GcWalker shows the limit of an in-process label wall: it does reach the harness's labels, and target_dependence is
+what fails it (a score that does not change with the target), as docs/checklist.md says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent / "redteam"
+
+
+def run_checks(cls: str, tmp_path: Path, cache: Path) -> tuple[int, str, dict]:
+    report = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+           "BT_BENCH_CACHE": str(cache)}
+    p = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "checks"), "-p", "no:cacheprovider", "-p",
+                        "no:xdist", "-q", "--bt-estimator", f"redteam_estimators:{cls}", "--bt-report", str(report)],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    doc = json.loads(report.read_text())
+    return p.returncode, p.stdout + p.stderr, doc
+
+
+def labels(doc: dict) -> dict[str, str]:
+    from bt_bench import gate
+
+    return {c: r.label for (_, c), r in gate.checks(doc["results"]).items()}
+
+
+def reasons(doc: dict) -> str:
+    return " ".join(json.dumps((r.get("metrics") or {}).get("verdict", {}).get("reason", "")) for r in doc["results"])
+
+
+@pytest.fixture(scope="module")
+def built(shared_cache):
+    from bt_bench.build import fixture_seeds
+    from bt_bench.config import make_config
+    from bt_bench.fixture import fixture_config, load_fixture
+
+    runs, _ = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
+    for r in runs:
+        load_fixture(r, fixture_config("tiny", 3), shared_cache)
+    return shared_cache
+
+
+CASES = {
+    # (a) no path is reachable from anything handed over: its score raises -> ERROR on every check it takes part in
+    "FileReader": lambda lab, why: all(v in ("ERROR", "N/A") for v in lab.values())
+    and "no file path reachable" in why,
+    # (b) reaches the labels through gc (in-process code can); target_dependence fails it
+    "GcWalker": lambda lab, why: lab["target_dependence"] == "FAIL",
+    # (c) the behavior identity hard-coded: blind to the target
+    "HardCoded": lambda lab, why: lab["target_dependence"] == "FAIL",
+    # (d) `labels` from outside the suite's own test-only controls: LabelsRefusedError
+    "LabelsDeclarer": lambda lab, why: set(lab.values()) <= {"ERROR", "N/A"} and "LabelsRefusedError" in why
+    or "declares 'labels'" in why,
+    # (e) token sketches are not in full views: every full-view read is NOT JUDGED
+    "TokenNorms": lambda lab, why: lab["gradient_norm_baseline"] == "NOT JUDGED"
+    and "token-restricted view" in why,
+    # (f) step level is verified: LevelMismatchError on the training rollouts
+    "FakeStep": lambda lab, why: lab["gradient_norm_baseline"] == "ERROR" and "declares level='step'" in why,
+    # (g) never scores: NOT JUDGED everywhere, which fails the gate
+    "NeverScores": lambda lab, why: set(lab.values()) <= {"NOT JUDGED", "N/A"},
+    # (h) ignores the target
+    "IgnoresTarget": lambda lab, why: lab["target_dependence"] == "FAIL",
+}
+
+
+@pytest.mark.parametrize("cls", list(CASES))
+def test_redteam_estimator_fails_the_gate(cls, built, tmp_path):
+    rc, out, doc = run_checks(cls, tmp_path, built)
+    lab = labels(doc)
+    assert rc == 1, out[-3000:]
+    (g,) = doc["gates"]
+    assert not g["ok"] and "GATE FAIL" in g["line"], g
+    assert CASES[cls](lab, reasons(doc) + out), (lab, g["line"])
