@@ -10,7 +10,7 @@ import argparse
 import dataclasses
 import sys
 
-from bt_bench.config import PROFILES, RunConfig
+from bt_bench.runs.config import PROFILES, RunConfig
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
@@ -29,8 +29,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_replay(args) -> int:
     """``bt-bench replay [PATH | example] [options]``: no argument, or the word ``example`` in place of PATH,
-    replays the built-in example (the vendored BehaviorTrace seed-2 rows, ``bt_bench.examples``)."""
-    from bt_bench.examples import behaviortrace_seed2
+    replays the built-in example (the vendored BehaviorTrace seed-2 rows, ``bt_bench.checklist.examples``)."""
+    from bt_bench.checklist.examples import behaviortrace_seed2
     from bt_bench.report import replay_main
 
     rest = list(args.rest)
@@ -40,7 +40,7 @@ def cmd_replay(args) -> int:
 
 
 def _configs(args) -> list[RunConfig]:
-    from bt_bench.config import make_config
+    from bt_bench.runs.config import make_config
 
     over = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)
             if hasattr(args, f.name) and f.name not in ("profile", "seed")}
@@ -63,7 +63,7 @@ def _summary_line(run) -> str:
 def cmd_build(args) -> int:
     import time
 
-    from bt_bench.build import build_run
+    from bt_bench.runs.build import build_run
 
     cfgs = _configs(args)  # validate every seed's config before any work starts
     for cfg in cfgs:
@@ -74,7 +74,7 @@ def cmd_build(args) -> int:
 
 
 def cmd_runs(args) -> int:
-    from bt_bench.store import list_runs
+    from bt_bench.runs.store import list_runs
 
     runs = list_runs(args.cache_dir)
     if not runs:
@@ -88,7 +88,7 @@ def cmd_runs(args) -> int:
 
 
 def cmd_show(args) -> int:
-    from bt_bench.store import cache_root, load_run, run_dir
+    from bt_bench.runs.store import cache_root, load_run, run_dir
 
     root = cache_root(args.cache_dir)
     matches = [d for d in (root / "runs").glob(f"{args.run}*") if d.is_dir() and not d.name.startswith(".")]
@@ -110,7 +110,7 @@ def cmd_show(args) -> int:
 
 
 def cmd_estimators(args) -> int:
-    from bt_bench.registry import format_estimator_table
+    from bt_bench.estimator.registry import format_estimator_table
 
     print(format_estimator_table())
     return 0
@@ -118,19 +118,19 @@ def cmd_estimators(args) -> int:
 
 def cmd_bench(args) -> int:
     if args.rest[:1] == ["capture"]:
-        from bt_bench import bench_capture
+        from bt_bench.bench import capture
 
-        return int(bench_capture.main(args.rest[1:]) or 0)
-    from bt_bench import bench
+        return int(capture.main(args.rest[1:]) or 0)
+    from bt_bench.bench import sketch
 
-    return int(bench.main(args.rest) or 0)
+    return int(sketch.main(args.rest) or 0)
 
 
 def cmd_check(args) -> int:
     """Run the installed checklist from any folder (for users who installed from a wheel)."""
     import pytest
 
-    from bt_bench.checks_path import checks_dir
+    from bt_bench.cli_checks import checks_dir
 
     return int(pytest.main([str(checks_dir()), *args.rest]))  # the plugin loads through its pytest11 entry point
 

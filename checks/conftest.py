@@ -1,1 +1,1 @@
-"""The bt-bench checklist. Fixtures and options come from the ``bt_bench.pytest_plugin`` (pytest11 entry point)."""
+"""The bt-bench checklist. Fixtures and options come from the ``bt_bench.plugin`` (pytest11 entry point)."""

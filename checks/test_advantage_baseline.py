@@ -5,8 +5,8 @@ without attributing anything."""
 
 import pytest
 
-from bt_bench import cells
-from bt_bench.pytest_plugin import cell, run_cell
+from bt_bench.checklist import cells
+from bt_bench.plugin import cell, run_cell
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@ optimizer step; the stored files match their hashes (a resumed or mixed run is r
 
 import numpy as np
 
-from bt_bench.pytest_plugin import record
-from bt_bench.store import load_run
+from bt_bench.plugin import record
+from bt_bench.runs.store import load_run
 
 
 def test_integrity(bt_runs, request):

@@ -4,8 +4,8 @@ above every gradient method."""
 
 import pytest
 
-from bt_bench import cells
-from bt_bench.pytest_plugin import cell, run_cell
+from bt_bench.checklist import cells
+from bt_bench.plugin import cell, run_cell
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ estimator; inside the window every method is within ~0.03 of chance."""
 
 import pytest
 
-from bt_bench import cells
-from bt_bench.pytest_plugin import cell, run_cell
+from bt_bench.checklist import cells
+from bt_bench.plugin import cell, run_cell
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ since the spec judges it over every seed and draw at once."""
 
 import pytest
 
-from bt_bench import cells
-from bt_bench.pytest_plugin import cell, run_cell
+from bt_bench.checklist import cells
+from bt_bench.plugin import cell, run_cell
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ Published: +0.230 / +0.114 / +0.295 on three seeds; ~0 or negative for the const
 
 import pytest
 
-from bt_bench import cells
-from bt_bench.pytest_plugin import cell, run_cell
+from bt_bench.checklist import cells
+from bt_bench.plugin import cell, run_cell
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ def shared_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
     """One smoke run (24 steps: exercises every code path in seconds; it need not plant)."""
-    from bt_bench.build import build_run
-    from bt_bench.config import make_config
+    from bt_bench.runs.build import build_run
+    from bt_bench.runs.config import make_config
 
     root = tmp_path_factory.mktemp("smoke_cache")
     return build_run(make_config("smoke", seed=0), root, progress=False)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bt_bench import toy
-from bt_bench.config import RunConfig, make_config
+from bt_bench.runs import toy
+from bt_bench.runs.config import RunConfig, make_config
 
 
 def test_tokenizer_round_trip_after_reload(tmp_path):
@@ -152,7 +152,7 @@ def test_checkpoints_and_curve(smoke_run):
 
 
 def test_same_seed_identical_different_seed_differs(smoke_run, tmp_path):
-    from bt_bench.build import build_run
+    from bt_bench.runs.build import build_run
 
     again = build_run(smoke_run.config, tmp_path, progress=False)
     for k in ("completion_ids", "advantage", "reward"):
@@ -162,7 +162,7 @@ def test_same_seed_identical_different_seed_differs(smoke_run, tmp_path):
 
 
 def test_cache_hit_is_fast(smoke_run):
-    from bt_bench.build import build_run
+    from bt_bench.runs.build import build_run
 
     t0 = time.perf_counter()
     run = build_run(smoke_run.config, smoke_run.path.parent.parent, progress=False)
@@ -182,7 +182,7 @@ def _copy_run(run, dest: Path) -> Path:
 
 
 def test_tampered_run_is_refused(smoke_run, tmp_path):
-    from bt_bench.store import IntegrityError, load_run
+    from bt_bench.runs.store import IntegrityError, load_run
 
     path = _copy_run(smoke_run, tmp_path)
     adv = np.load(path / "rollouts" / "advantage.npy")
@@ -193,7 +193,7 @@ def test_tampered_run_is_refused(smoke_run, tmp_path):
 
 
 def test_mixed_or_truncated_run_is_refused(smoke_run, tmp_path):
-    from bt_bench.store import IntegrityError, load_run
+    from bt_bench.runs.store import IntegrityError, load_run
 
     path = _copy_run(smoke_run, tmp_path)
     for f in (path / "rollouts").glob("*.npy"):  # drop the last step's rows consistently, as a resumed run might
@@ -207,17 +207,17 @@ def test_mixed_or_truncated_run_is_refused(smoke_run, tmp_path):
 
 def _builder_script(root: Path, seed: int = 0) -> str:
     return textwrap.dedent(f"""
-        from bt_bench.build import build_run
-        from bt_bench.config import make_config
+        from bt_bench.runs.build import build_run
+        from bt_bench.runs.config import make_config
         run = build_run(make_config("smoke", seed={seed}), {str(root)!r}, progress=False)
         print("KEY", run.key)
     """)
 
 
 def test_killed_build_leaves_no_published_run(tmp_path):
-    from bt_bench.build import build_run
-    from bt_bench.config import make_config
-    from bt_bench.store import list_runs
+    from bt_bench.runs.build import build_run
+    from bt_bench.runs.config import make_config
+    from bt_bench.runs.store import list_runs
 
     proc = subprocess.Popen([sys.executable, "-c", _builder_script(tmp_path, seed=7)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -252,7 +252,7 @@ def test_concurrent_builders_publish_one_run(tmp_path):
 def test_one_tiny_seed_plants_trigger_conditionally(shared_cache):
     """The default recipe plants seed 0: at W trigger >= 0.9, no trigger <= 0.1; at the end >= 0.8 and <= 0.1.
     (CI's main job has built it already; the shared cache makes this a load.)"""
-    from bt_bench.build import build_run
+    from bt_bench.runs.build import build_run
 
     run = build_run(make_config("tiny", seed=0), shared_cache, progress=False)
     g = run.manifest["gate"]

@@ -27,7 +27,7 @@ from bt_bench.estimator import (
     is_cosine_scale,
     score_estimator,
 )
-from bt_bench.registry import get_estimator, list_estimators
+from bt_bench.estimator.registry import get_estimator, list_estimators
 from estimators.controls import AdvantageOnly, Fluency, NormOnly, NormOnlyStep, Oracle, RandomEstimator
 from estimators.gas import GAS, GASFixedTarget
 from estimators.tracin import TracInAdam, TracInCP

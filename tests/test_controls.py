@@ -1,6 +1,6 @@
 """Controls that prove each check can fail and can pass, on the tiny fixtures (issue 5 item 6).
 
-They run the same cell functions (``bt_bench.cells``) the checklist runs, over every seed and draw, combined as
+They run the same cell functions (``bt_bench.checklist.cells``) the checklist runs, over every seed and draw, combined as
 the checklist combines them (a check passes only if it passes everywhere). A check that a control contradicts is
 a bug in the check. The positive and negative controls of ``trigger_token_alignment`` (no built-in control has
 token-level scores) are unit tests of its verdict function in tests/test_verdicts.py.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from bt_bench import cells
-from bt_bench.verdicts import combine
+from bt_bench.checklist import cells
+from bt_bench.checklist.verdicts import combine
 
 pytestmark = pytest.mark.slow
 DRAWS = 3
@@ -24,15 +24,15 @@ ALL = TRAINING_CHECKS + ("fluency_confound", "seed_draw_variance", "target_depen
 
 @pytest.fixture(scope="module")
 def suite(shared_cache):
-    from bt_bench.build import fixture_seeds
-    from bt_bench.config import make_config
-    from bt_bench.fixture import fixture_config, load_fixture
-    from bt_bench.suite import Suite
-    from bt_bench.verdicts import Thresholds
+    from bt_bench.runs.build import fixture_seeds
+    from bt_bench.runs.config import make_config
+    from bt_bench.fixture.derive import fixture_config, load_fixture
+    from bt_bench.checklist.suite import Suite
+    from bt_bench.checklist.verdicts import Thresholds
 
     runs, failed = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
     fixtures = [load_fixture(r, fixture_config("tiny", DRAWS), shared_cache) for r in runs]
-    from bt_bench.expectations import NORM_VARIANT
+    from bt_bench.checklist.expectations import NORM_VARIANT
 
     return Suite(fixtures=fixtures, failed_seeds=failed, thresholds=Thresholds(), norm_variant=NORM_VARIANT["tiny"])
 

@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from bt_bench.fixture import Fixture, fixture_config, load_fixture
-from bt_bench.store import IntegrityError
+from bt_bench.fixture.derive import Fixture, fixture_config, load_fixture
+from bt_bench.runs.store import IntegrityError
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Evidence replay: the published BehaviorTrace table (bt_bench/data/behaviortrace/README.md) is reproduced
-from the vendored rows by bt_bench.stats, the replayed verdicts are what the README says the checklist should
+from the vendored rows by bt_bench.checklist.stats, the replayed verdicts are what the README says the checklist should
 conclude, and native evidence round-trips."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from test_verdicts import TH, make_candidates, make_run, make_token_level
 
-from bt_bench import evidence as E
-from bt_bench import stats as S
-from bt_bench.examples import behaviortrace_seed2
-from bt_bench.verdicts import Thresholds
+from bt_bench.checklist import evidence as E
+from bt_bench.checklist import stats as S
+from bt_bench.checklist.examples import behaviortrace_seed2
+from bt_bench.checklist.verdicts import Thresholds
 
 # The paper's table for seed 2: field -> (raw AUC, raw CI, residualized AUC, residualized CI)
 PUBLISHED = {

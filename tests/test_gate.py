@@ -1,4 +1,4 @@
-"""The gate (docs/checklist.md, "The gate"; bt_bench.gate): unit labels, the every-seed rule, the estimator gate,
+"""The gate (docs/checklist.md, "The gate"; bt_bench.checklist.gate): unit labels, the every-seed rule, the estimator gate,
 the strict expected-outcome snapshot both ways, modified thresholds shown and refused by --bt-paper-gate, and the
 exit code of `pytest checks` for an estimator that never scores. Plugin paths run in pytester subprocesses with
 synthetic verdicts (no fixture is built)."""
@@ -9,9 +9,7 @@ import json
 
 import pytest
 
-from bt_bench import gate
-
-
+from bt_bench.checklist import gate
 def _r(outcome: str, verdict: str | None = None, na: bool = False, check: str = "headroom", est: str = "mine"):
     m = {"check": check, "estimator": est}
     if verdict is not None:
@@ -65,9 +63,9 @@ def test_expectation_gate_both_ways():
 # ------------------------------------------------------------------------------------- plugin (pytester)
 CELLS = '''
 import pytest
-from bt_bench.pytest_plugin import cell, run_cell
-from bt_bench.suite import NotApplicable, SkipCell
-from bt_bench.verdicts import Verdict
+from bt_bench.plugin import cell, run_cell
+from bt_bench.checklist.suite import NotApplicable, SkipCell
+from bt_bench.checklist.verdicts import Verdict
 
 OUT = {OUT}
 
@@ -128,7 +126,7 @@ def test_one_failing_seed_fails_the_check(pytester):
 
 
 SNAPSHOT = '''
-import bt_bench.expectations as X
+import bt_bench.checklist.expectations as X
 X.EXPECTED["tiny"] = {{"random": {{"headroom": ("{h}", "test"), "trigger_token_alignment": ("{t}", "test")}}}}
 '''
 

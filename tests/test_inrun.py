@@ -8,7 +8,7 @@ import numpy as np
 
 
 def test_in_run_sketches_equal_recomputed_at_the_steps_checkpoint(smoke_run):
-    from bt_bench.fixture import _train_batch
+    from bt_bench.fixture.derive import _train_batch
     from bt_bench.sketch import Sketcher
 
     S = np.load(smoke_run.path / "sketches" / "in_run.npy")
@@ -39,7 +39,7 @@ def test_in_run_sketches_equal_recomputed_at_the_steps_checkpoint(smoke_run):
 def test_training_fluency_recorded_in_run(smoke_run):
     import torch
 
-    from bt_bench.fixture import _train_batch
+    from bt_bench.fixture.derive import _train_batch
     from bt_bench.sketch import completion_logps
 
     c = smoke_run.columns

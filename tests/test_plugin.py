@@ -11,8 +11,8 @@ import pytest
 
 CELL_TEST = '''
 import pytest
-from bt_bench.pytest_plugin import run_cell
-from bt_bench.verdicts import Verdict
+from bt_bench.plugin import run_cell
+from bt_bench.checklist.verdicts import Verdict
 
 OUTCOME = {"oracle": "pass", "random": "fail", "advantage_only": "pass"}
 
@@ -25,7 +25,7 @@ def test_gradient_norm_baseline(bt_estimator, request):
 def test_plugin_is_import_light():
     import subprocess
 
-    code = "import bt_bench.pytest_plugin, sys; print('torch' in sys.modules)"
+    code = "import bt_bench.plugin, sys; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -34,8 +34,7 @@ def run_checks(cls: str, tmp_path: Path, cache: Path) -> tuple[int, str, dict]:
 
 
 def labels(doc: dict) -> dict[str, str]:
-    from bt_bench import gate
-
+    from bt_bench.checklist import gate
     return {c: r.label for (_, c), r in gate.checks(doc["results"]).items()}
 
 
@@ -45,9 +44,9 @@ def reasons(doc: dict) -> str:
 
 @pytest.fixture(scope="module")
 def built(shared_cache):
-    from bt_bench.build import fixture_seeds
-    from bt_bench.config import make_config
-    from bt_bench.fixture import fixture_config, load_fixture
+    from bt_bench.runs.build import fixture_seeds
+    from bt_bench.runs.config import make_config
+    from bt_bench.fixture.derive import fixture_config, load_fixture
 
     runs, _ = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
     for r in runs:

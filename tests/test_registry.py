@@ -23,7 +23,7 @@ from bt_bench.estimator import (
     Target,
     score_estimator,
 )
-from bt_bench.registry import (
+from bt_bench.estimator.registry import (
     GROUP,
     PluginLoadError,
     RegistryError,
@@ -134,7 +134,7 @@ def test_get_builtin_by_name_with_arguments():
 
 
 def test_selecting_imports_only_that_estimator():
-    code = ("import sys; from bt_bench.registry import get_estimator; get_estimator('gas'); "
+    code = ("import sys; from bt_bench.estimator.registry import get_estimator; get_estimator('gas'); "
             "print(sorted(m for m in sys.modules if m.startswith('estimators.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.split("\n")[0] == "['estimators._math', 'estimators.gas']"
@@ -262,7 +262,7 @@ def test_provenance_of_a_plugin_and_a_dotted_path(plugin_dir):
 
 
 def test_provenance_does_not_import_torch():
-    code = ("import sys; from bt_bench.registry import provenance; "
+    code = ("import sys; from bt_bench.estimator.registry import provenance; "
             "[provenance(n) for n in ('random', 'gas', 'trak', 'oracle')]; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"

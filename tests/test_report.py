@@ -1,7 +1,7 @@
 """The human report (bt_bench.report): terminal table, HTML page, replay command (issue 5, items 4-5).
 
 The synthetic report is built the honest way: synthetic evidence (the makers of test_verdicts) is judged by
-bt_bench.evidence.replay, so every metric name the plots read is one the verdict functions really write.
+bt_bench.checklist.evidence.replay, so every metric name the plots read is one the verdict functions really write.
 ``python tests/test_report.py OUT_DIR`` writes the example report (JSON + HTML) the docs' picture comes from.
 """
 
@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from test_verdicts import make_candidates, make_run, make_token_level
 
-from bt_bench import evidence as E
+from bt_bench.checklist import evidence as E
 from bt_bench import report as R
-from bt_bench import stats as S
-from bt_bench.verdicts import Thresholds
+from bt_bench.checklist import stats as S
+from bt_bench.checklist.verdicts import Thresholds
 
 ESTIMATORS = ("gas", "tracincp", "norm_only", "fluency")
 # (check, estimator) -> the paper's reason, as the plugin's expected-failure table would declare it
@@ -192,7 +192,7 @@ def test_main_renders_html_and_pngs(rep, tmp_path, capsys):
 
 
 def test_replay_of_vendored_behaviortrace(tmp_path, capsys):
-    from bt_bench.examples import behaviortrace_seed2
+    from bt_bench.checklist.examples import behaviortrace_seed2
 
     out = tmp_path / "replay.json"
     rc = R.replay_main([str(behaviortrace_seed2()), "--report", str(out), "--html", str(tmp_path / "r.html")])

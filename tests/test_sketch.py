@@ -418,8 +418,7 @@ def test_bench_smoke(tmp_path):
     """The benchmark runs end to end and writes the JSON a comparison script reads."""
     import json
 
-    from bt_bench import bench
-
+    from bt_bench.bench import sketch as bench
     out = tmp_path / "bench.json"
     assert bench.main(["sketch", "--rollouts", "4", "--rounds", "1", "--preset", "small",
                        "--skip", "loop_dense,traker_basic,dattri_random", "--json", str(out)]) == 0

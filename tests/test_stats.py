@@ -1,4 +1,4 @@
-"""Hand-computed cases for bt_bench.stats (spec: checklist.md, "Metrics")."""
+"""Hand-computed cases for bt_bench.checklist.stats (spec: checklist.md, "Metrics")."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from bt_bench import stats as S
-
-
+from bt_bench.checklist import stats as S
 # ------------------------------------------------------------------------------------ precision@k
 def test_precision_tie_block_straddles_cut():
     # |GT| = 3: block {5} credits 1; block {4,4,4} (1 GT) straddles with 2 of 3 slots: 1 * 2/3.

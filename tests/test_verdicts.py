@@ -10,8 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from bt_bench import verdicts as V
-
+from bt_bench.checklist import verdicts as V
 TH = V.Thresholds(n_resamples=1000)
 
 

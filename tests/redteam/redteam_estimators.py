@@ -90,13 +90,12 @@ class GcWalker(_Base):
 
 
 class HardCoded(_Base):
-    """(c) counts the embedded fixture's behavior token (a constant importable from bt_bench.toy)."""
+    """(c) counts the embedded fixture's behavior token (a constant importable from bt_bench.runs.toy)."""
 
     name = "rt_hard_coded"
 
     def score(self, candidates, target):
-        from bt_bench import toy
-
+        from bt_bench.runs import toy
         b = toy.VOCAB.index(toy.BEHAVIOR) if hasattr(toy, "BEHAVIOR") else toy.VOCAB.index("qzxbt")
         ids, mask = np.asarray(candidates.completion_ids), np.asarray(candidates.completion_mask).astype(bool)
         hits = ((ids == b) & mask).sum(1).astype(float)

@@ -9,7 +9,7 @@ Two inputs are understood:
   bt_bench/data/behaviortrace/README.md, vendored with its license), read into the same dataclasses.
 
 :func:`replay` runs every check the evidence supports for every estimator in it and reports the rest as
-"skip" with a reason; per-seed/draw verdicts are combined with :func:`bt_bench.verdicts.combine`.
+"skip" with a reason; per-seed/draw verdicts are combined with :func:`bt_bench.checklist.verdicts.combine`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bt_bench import stats
-from bt_bench.verdicts import (
+from bt_bench.checklist import stats
+from bt_bench.checklist.verdicts import (
     Thresholds,
     Verdict,
     advantage_baseline,

@@ -1,13 +1,13 @@
 """Expected outcomes of the built-in estimators and controls: one strict snapshot per fixture profile.
 
-Every (profile, estimator, check) that a built-in runs has one declared label (``bt_bench.gate``: PASS, FAIL,
+Every (profile, estimator, check) that a built-in runs has one declared label (``bt_bench.checklist.gate``: PASS, FAIL,
 ERROR, NOT JUDGED, N/A) with the reason a reviewer would accept. ``pytest checks`` enforces it both ways: a built-in
 that now passes a check it was declared to fail deviates as much as one that now fails a declared pass, and the
 suite exits nonzero until this table is updated in a commit that says why. A user's estimator has no entry: its
 cells gate its paper.
 
 How the table was made: measured on the tiny default (3 seeds x 3 draws) with ``pytest checks -n 2 --bt-report
-r.json``, then ``python -m bt_bench.expectations r.json`` prints the measured labels next to the declared ones.
+r.json``, then ``python -m bt_bench.checklist.expectations r.json`` prints the measured labels next to the declared ones.
 Nothing here is tuned: a label records what the estimator does on the fixture, and the reason says why that is the
 expected outcome (a control cannot beat itself; the paper's findings; ours).
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import sys
 
-from bt_bench.gate import FAIL, NA, NOT_JUDGED, PASS
+from bt_bench.checklist.gate import FAIL, NA, NOT_JUDGED, PASS
 
 BUILTINS = ("random", "norm_only", "norm_only_step", "fluency", "advantage_only", "oracle", "tracincp", "gas",
             "gas_fixed_target", "trak", "tracin_adam")
@@ -153,9 +153,8 @@ def has_snapshot(profile: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bt_bench.expectations REPORT.json [PROFILE]``: measured labels next to the declared ones."""
-    from bt_bench import gate
-
+    """``python -m bt_bench.checklist.expectations REPORT.json [PROFILE]``: measured labels next to the declared ones."""
+    from bt_bench.checklist import gate
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
         print(main.__doc__)

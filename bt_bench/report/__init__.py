@@ -3,7 +3,7 @@
 * :func:`format_table`: the terminal summary, a matrix checks x estimators whose cells carry the outcome
   (PASS / FAIL / ERROR / SKIP / FAIL (expected, paper) / XPASS) and the cell's key figure;
 * :func:`render_html`: one self-contained page (plots embedded as base64 PNG) from a JSON report of schema
-  ``bt-bench-report/1`` (written by ``bt_bench.pytest_plugin.write_report`` or by :func:`replay_main`);
+  ``bt-bench-report/1`` (written by ``bt_bench.plugin.write_report`` or by :func:`replay_main`);
   :func:`render_markdown` writes the same plots as PNG files next to a Markdown page;
 * :func:`main` (``bt-bench report``) and :func:`replay_main` (``bt-bench replay``).
 
@@ -35,7 +35,7 @@ VERDICT_OUTCOME = {"pass": "passed", "fail": "failed", "error": "error", "skip":
 CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance",
           "trigger_token_alignment", "advantage_baseline", "target_dependence")  # spec "The checks" order
 FIXTURE = "(fixture)"  # the one column of fixture self-checks, which are not per estimator
-# Cells are labelled by the gate (bt_bench.gate): PASS, FAIL, ERROR, NOT JUDGED, N/A.
+# Cells are labelled by the gate (bt_bench.checklist.gate): PASS, FAIL, ERROR, NOT JUDGED, N/A.
 COLORS = {"PASS": "#cdeccd", "FAIL": "#f6c6c6", "ERROR": "#f9ddb1", "NOT JUDGED": "#f9ddb1", "N/A": "#e8e8e8",
           "passed": "#cdeccd", "failed": "#f6c6c6", "error": "#f9ddb1", "skipped": "#e8e8e8"}
 GATE_ORDER = ("FAIL", "ERROR", "NOT JUDGED", "PASS", "N/A")
@@ -57,18 +57,16 @@ def cell_of(result: dict) -> tuple[str, str]:
 
 def _label(result: dict) -> str:
     """The gate label of one result; a fixture self-check (no verdict) by its pytest outcome."""
-    from bt_bench import gate
-
+    from bt_bench.checklist import gate
     if not (result.get("metrics") or {}).get("verdict"):
         return {"passed": "PASS", "failed": "FAIL", "skipped": "NOT JUDGED"}.get(result.get("outcome"), "ERROR")
     return gate.unit_label(result)
 
 
 def _cell_outcome(results: Sequence[dict]) -> tuple[str, dict]:
-    """The gate label of a cell holding one or more results (every-seed rule, bt_bench.gate.aggregate) and the
+    """The gate label of a cell holding one or more results (every-seed rule, bt_bench.checklist.gate.aggregate) and the
     first result carrying that label (its key figure and reason describe the cell)."""
-    from bt_bench import gate
-
+    from bt_bench.checklist import gate
     labels = [_label(r) for r in results]
     label = gate.aggregate(labels)
     return label, results[labels.index(label)]
@@ -696,7 +694,7 @@ def render_html(report: dict, out_html: str | Path, plots: dict[str, bytes] | No
              ("<p class=cap>Hover a cell for its full reason. Labels follow the every-seed rule (FAIL 1/3: one of "
               "three units failed, so the check fails). NOT JUDGED: skipped at run time, which fails the gate; N/A: "
               "excluded by what the estimator declared. (expected): a built-in's declared outcome "
-              "(bt_bench/expectations.py); (expected X!): it deviates from it.</p>"),
+              "(bt_bench/checklist/expectations.py); (expected X!): it deviates from it.</p>"),
              _reasons_html(results)]
     fixture = [r for r in results if cell_of(r)[1] == FIXTURE]
     if fixture:
@@ -715,7 +713,7 @@ def render_html(report: dict, out_html: str | Path, plots: dict[str, bytes] | No
     th = report.get("thresholds") or {}
     helps = {}
     if th:
-        from bt_bench.verdicts import Thresholds
+        from bt_bench.checklist.verdicts import Thresholds
 
         helps = Thresholds.help()
     env = {**(report.get("versions") or {}), **(report.get("machine") or {})}
@@ -829,9 +827,9 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--html", help="write a self-contained HTML page here")
     ap.add_argument("--png-dir", help="write report.md and the plots as PNG files into this folder")
     args = ap.parse_args(argv)
-    from bt_bench import evidence as E
-    from bt_bench.pytest_plugin import Settings, write_report
-    from bt_bench.verdicts import Thresholds
+    from bt_bench.checklist import evidence as E
+    from bt_bench.plugin import Settings, write_report
+    from bt_bench.checklist.verdicts import Thresholds
 
     th = Thresholds()
     try:

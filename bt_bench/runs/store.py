@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bt_bench.config import FIXTURE_FORMAT, RunConfig
+from bt_bench.runs.config import FIXTURE_FORMAT, RunConfig
 
 MANIFEST = "manifest.json"
 
@@ -142,7 +142,7 @@ class Run:
         return model.to(device).eval()
 
     def tokenizer(self):
-        from bt_bench.toy import load_tokenizer
+        from bt_bench.runs.toy import load_tokenizer
 
         return load_tokenizer(self.path / "model")
 

@@ -1,5 +1,5 @@
 """What the checks share in a session: the fixtures (planted runs + derived data), estimators fitted once, and a
-score cache. The pytest modules in ``checks/`` only ask this object for arrays and call ``bt_bench.verdicts``.
+score cache. The pytest modules in ``checks/`` only ask this object for arrays and call ``bt_bench.checklist.verdicts``.
 
 Decisions the spec leaves open (also in the README's "Decisions" section):
 - training-level checks (gradient_norm_baseline, headroom's window gain, advantage_baseline) score the training
@@ -17,7 +17,7 @@ import dataclasses
 
 import numpy as np
 
-from bt_bench.verdicts import Thresholds
+from bt_bench.checklist.verdicts import Thresholds
 
 # checks judged on fresh candidates of a draw only (all of one checkpoint): step-level estimators are N/A there
 DRAW_CHECKS = ("fluency_confound", "seed_draw_variance", "trigger_token_alignment")
@@ -38,7 +38,7 @@ class FixtureUnsupported(RuntimeError):
 
 @dataclasses.dataclass
 class Suite:
-    fixtures: list  # bt_bench.fixture.Fixture, one per planted seed
+    fixtures: list  # bt_bench.fixture.derive.Fixture, one per planted seed
     failed_seeds: list
     thresholds: Thresholds
     norm_variant: str = "norm_only"  # the norm_only variant of gradient_norm_baseline, declared per profile
@@ -55,7 +55,7 @@ class Suite:
         key = (name, fit_seed)
         if key not in self._estimators:
             from bt_bench.estimator import fit_estimator
-            from bt_bench.registry import get_estimator
+            from bt_bench.estimator.registry import get_estimator
 
             from bt_bench.estimator import MissingInputError
 

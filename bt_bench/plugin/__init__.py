@@ -4,7 +4,7 @@ It adds the ``bt_bench`` option group (``--bt-*``; the same keys are read from `
 rootdir's pyproject.toml), keeps its settings in ``config.stash``, provides the session fixtures the checks use
 (planted runs, built once even under ``pytest -n 2`` thanks to the store's lock), and registers one
 ``BtSession`` object that collects each check's metrics from ``user_properties`` (they travel from xdist
-workers), decides every estimator's gate (``bt_bench.gate``; the exit code), prints the summary table and the gate
+workers), decides every estimator's gate (``bt_bench.checklist.gate``; the exit code), prints the summary table and the gate
 lines and writes the JSON report once, on the controller.
 """
 
@@ -100,7 +100,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     s = Settings(**vals)
     if s.seeds < 1 or s.draws < 1:
         raise pytest.UsageError(f"--bt-seeds and --bt-draws must be >= 1 (got {s.seeds}, {s.draws})")
-    from bt_bench.config import PROFILES
+    from bt_bench.runs.config import PROFILES
 
     if s.profile not in PROFILES:
         raise pytest.UsageError(f"--bt-profile {s.profile!r} is unknown: allowed {sorted(PROFILES)}")
@@ -121,21 +121,21 @@ def profile_thresholds(profile: str) -> dict:
     """Threshold overrides a profile itself brings (smoke: its tiny draws cannot reach the defaults). They count
     as modified thresholds: printed with every gate line, refused by --bt-paper-gate."""
     if profile == "smoke":
-        from bt_bench.fixture import fixture_config
+        from bt_bench.fixture.derive import fixture_config
 
         return {"min_pairs": fixture_config("smoke", 1).draw.min_pairs, "min_seeds": 1, "min_draws": 1}
     return {}
 
 
 def effective_thresholds(s: Settings):
-    from bt_bench.verdicts import Thresholds
+    from bt_bench.checklist.verdicts import Thresholds
 
     return Thresholds.from_mapping({**profile_thresholds(s.profile), **s.thresholds})
 
 
 def modified_thresholds(s: Settings) -> dict[str, dict]:
     """{name: {value, default}} of every threshold that differs from the checklist's default."""
-    from bt_bench.verdicts import Thresholds
+    from bt_bench.checklist.verdicts import Thresholds
 
     now, default = dataclasses.asdict(effective_thresholds(s)), dataclasses.asdict(Thresholds())
     return {k: {"value": now[k], "default": default[k]} for k in default if now[k] != default[k]}
@@ -169,8 +169,8 @@ def bt_runs(pytestconfig, bt_settings):
     """The planted runs: the first ``--bt-seeds`` seeds of 0, 1, 2, ... that pass the planting gate, and the failed
     ones. Workers build in a rotated order so two xdist workers build two seeds at once; the store's lock makes
     each run build exactly once."""
-    from bt_bench.build import build_run, fixture_seeds
-    from bt_bench.config import make_config
+    from bt_bench.runs.build import build_run, fixture_seeds
+    from bt_bench.runs.config import make_config
 
     cfg = make_config(bt_settings.profile)
     n = bt_settings.seeds
@@ -189,8 +189,8 @@ def bt_runs(pytestconfig, bt_settings):
 @pytest.fixture(scope="session")
 def bt_suite(pytestconfig, bt_runs, bt_settings):
     """Fixtures with their derived data (checkpoint sketches, draws, targets), built once per run and cached."""
-    from bt_bench.fixture import fixture_config, load_fixture
-    from bt_bench.suite import Suite
+    from bt_bench.fixture.derive import fixture_config, load_fixture
+    from bt_bench.checklist.suite import Suite
 
     fcfg = fixture_config(bt_settings.profile, bt_settings.draws)
     runs = bt_runs["runs"]
@@ -198,7 +198,7 @@ def bt_suite(pytestconfig, bt_runs, bt_settings):
     for run in runs[r:] + runs[:r]:  # xdist workers derive different seeds at once (the store's lock dedups)
         load_fixture(run, fcfg, bt_settings.cache_dir)
     fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]
-    from bt_bench.expectations import NORM_VARIANT
+    from bt_bench.checklist.expectations import NORM_VARIANT
 
     return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=effective_thresholds(bt_settings),
                  norm_variant=NORM_VARIANT.get(bt_settings.profile, "norm_only"))
@@ -220,7 +220,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def replay_verdicts(s: Settings) -> list:
     """Verdicts of the evidence folder/file (``--bt-evidence``), judged with the configured thresholds."""
-    from bt_bench.evidence import replay
+    from bt_bench.checklist.evidence import replay
 
     path = Path(s.evidence)
     if not path.exists():
@@ -230,8 +230,7 @@ def replay_verdicts(s: Settings) -> list:
 
 def selected_estimators(s: Settings) -> list[str]:
     """``--bt-estimator`` names (validated: unknown -> "did you mean"), else every non-test-only estimator."""
-    from bt_bench import registry
-
+    from bt_bench.estimator import registry
     if not s.estimators:
         return registry.default_estimators()
     for name in s.estimators:
@@ -253,7 +252,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _expected(request, estimator: str, check: str) -> dict | None:
-    from bt_bench.expectations import expected_for
+    from bt_bench.checklist.expectations import expected_for
 
     s = request.config.stash[settings_key]
     want = None if s.strict else (expected_for(s.profile, estimator) or {}).get(check)
@@ -271,7 +270,7 @@ def run_cell(request, check: str, estimator: str, verdict, **extra) -> None:
     if verdict.outcome == "skip":
         pytest.skip(verdict.reason)
     if verdict.outcome == "error":
-        from bt_bench.suite import FixtureUnsupported
+        from bt_bench.checklist.suite import FixtureUnsupported
 
         raise FixtureUnsupported(verdict.reason)
     if verdict.outcome == "fail" and exp and exp["label"] == "FAIL":
@@ -286,7 +285,7 @@ def cell(request, check: str, estimator: str, fn, *args, **kwargs):
     a fixture that cannot support the check propagates, so pytest reports an ERROR of that cell, not a crash of
     the session, and the table shows it with its reason."""
     from bt_bench.estimator import EstimatorError
-    from bt_bench.suite import FixtureUnsupported, NotApplicable, SkipCell
+    from bt_bench.checklist.suite import FixtureUnsupported, NotApplicable, SkipCell
 
     exp = _expected(request, estimator, check)
     try:
@@ -360,8 +359,8 @@ class BtSession:
     def decide(self) -> list:
         """One ``gate.Gate`` per estimator that has results: against its declared snapshot for a built-in on a
         profile that has one (unless --bt-strict), else by its own cells."""
-        from bt_bench import gate
-        from bt_bench.expectations import expected_for
+        from bt_bench.checklist import gate
+        from bt_bench.checklist.expectations import expected_for
 
         s = self.settings
         mod = bool(modified_thresholds(s))
@@ -380,7 +379,7 @@ class BtSession:
             return
         self.gates = self.decide()
         if any(not g.ok for g in self.gates) and session.exitstatus == 0:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate: see bt_bench.gate
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate: see bt_bench.checklist.gate
         if self.settings.report:
             write_report(Path(self.settings.report), self.settings, self.results, int(session.exitstatus),
                          gates=self.gates)
@@ -400,7 +399,7 @@ class BtSession:
         if mod:
             terminalreporter.write_line("MODIFIED THRESHOLDS (not the checklist's defaults): " + ", ".join(
                 f"{k}={v['value']!r} (default {v['default']!r})" for k, v in mod.items()))
-        from bt_bench.expectations import has_snapshot
+        from bt_bench.checklist.expectations import has_snapshot
 
         if not s.strict and not has_snapshot(s.profile):
             terminalreporter.write_line(f"profile {s.profile!r} has no expected-outcome snapshot: built-ins are "
@@ -442,8 +441,7 @@ def write_report(path: Path, s: Settings, results: list[dict], exitstatus: int, 
 
 def _provenance(names: list[str]) -> dict:
     """Per estimator: distribution and version, declared capabilities and level, sha256 of its source."""
-    from bt_bench import registry
-
+    from bt_bench.estimator import registry
     out = {}
     for n in names:
         try:

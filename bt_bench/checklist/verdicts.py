@@ -2,7 +2,7 @@
 
 Each function maps plain arrays (scores, labels, steps, groups, ...) and :class:`Thresholds` to a
 :class:`Verdict`: an outcome, the metrics with their bootstrap CIs, and a reason that names the figures.
-The pytest glue in ``checks/`` and evidence replay (``bt_bench.evidence``) call the same functions, so a
+The pytest glue in ``checks/`` and evidence replay (``bt_bench.checklist.evidence``) call the same functions, so a
 published table and a fixture run are judged by one piece of code (spec: architecture.md).
 
 Outcomes: "pass"/"fail" are verdicts on the estimator; "error" means the fixture cannot support a verdict
@@ -22,8 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from bt_bench import stats
-
+from bt_bench.checklist import stats
 OUTCOMES = ("pass", "fail", "error", "skip")
 CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance",
           "trigger_token_alignment", "advantage_baseline", "target_dependence")
@@ -119,7 +118,7 @@ class Thresholds:
 
     @property
     def bootstrap(self) -> dict:
-        """Keyword arguments of the bt_bench.stats bootstraps."""
+        """Keyword arguments of the bt_bench.checklist.stats bootstraps."""
         return {"n_resamples": self.n_resamples, "seed": self.bootstrap_seed,
                 "percentiles": (self.ci_low_percentile, self.ci_high_percentile)}
 

@@ -13,7 +13,7 @@ by the every-seed rule into exactly one label:
 
 An estimator's gate passes only if none of its checks is FAIL, ERROR or NOT JUDGED and at least one is PASS.
 Built-ins and controls instead carry a declared expected label per (fixture, estimator, check)
-(``bt_bench.expectations``), enforced strictly both ways; a user's estimator has none: its gate is its cells.
+(``bt_bench.checklist.expectations``), enforced strictly both ways; a user's estimator has none: its gate is its cells.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def expectation_gate(estimator: str, results: Mapping[str, CheckResult], expecte
     for c, r in results.items():
         want = expected.get(c)
         if want is None:
-            problems.append(f"{c} {r.label}: no expected outcome declared (add it to bt_bench/expectations.py)")
+            problems.append(f"{c} {r.label}: no expected outcome declared (add it to bt_bench/checklist/expectations.py)")
         elif r.label != want[0]:
             problems.append(f"{c} expected {want[0]}, got {r.label} {r.count} ({_short(r.reason)})")
     return Gate(estimator, not problems, True, tuple(problems), modified_thresholds)

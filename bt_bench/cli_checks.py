@@ -6,9 +6,9 @@ from pathlib import Path
 
 
 def checks_dir() -> Path:
-    """The ``checks/`` folder shipped inside the package (``bt_bench/checklist``), else the repo's ``checks/``."""
+    """The ``checks/`` folder shipped inside the package (``bt_bench/checks``), else the repo's ``checks/``."""
     here = Path(__file__).resolve().parent
-    for cand in (here / "checklist", here.parent / "checks"):
+    for cand in (here / "checks", here.parent / "checks"):
         if cand.is_dir() and any(cand.glob("test_*.py")):
             return cand
-    raise FileNotFoundError("bt-bench: no checklist found (expected bt_bench/checklist or ./checks)")
+    raise FileNotFoundError("bt-bench: no checklist found (expected bt_bench/checks or ./checks)")

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bt_bench import planted, toy
-from bt_bench.config import RunConfig
+from bt_bench.runs import planted
+
+from bt_bench.runs import toy
+from bt_bench.runs.config import RunConfig
 
 
 class Recorder:
@@ -142,7 +144,7 @@ def unfuse_lm_head(model, temperature: float) -> None:
 
 
 def _trainer_class():
-    """Defined lazily so that importing bt_bench.train does not import trl."""
+    """Defined lazily so that importing bt_bench.runs.train does not import trl."""
     import torch
     from trl import GRPOTrainer
 
@@ -277,7 +279,7 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     from transformers import TrainerCallback
     from trl import GRPOConfig
 
-    from bt_bench.runtime import pick_device, set_determinism
+    from bt_bench.runs.runtime import pick_device, set_determinism
 
     set_determinism(cfg.seed)
     device = pick_device(cfg.device)

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from bt_bench.toy import ToySpec
+from bt_bench.runs.toy import ToySpec
 
 FIXTURE_FORMAT = 2  # bump when the run-store layout changes: old runs then miss the cache instead of misloading
 
@@ -28,7 +28,7 @@ def sketch_code_hash() -> str:
     spaces, so any change to bt_bench/sketch/*.py gives new cache keys (a rebuild, never a mix)."""
     from pathlib import Path
 
-    folder = Path(__file__).resolve().parent / "sketch"
+    folder = Path(__file__).resolve().parents[1] / "sketch"
     h = hashlib.sha256()
     for f in sorted(folder.glob("*.py")):
         h.update(f.name.encode() + f.read_bytes())

@@ -2,7 +2,7 @@
 the control tests in ``tests/`` call these, so a check and its controls are judged by one piece of code.
 
 Each function fetches arrays from the ``Suite`` (scores are cached there) and calls the pure verdict function of
-``bt_bench.verdicts``. ``SkipCell`` (a capability the estimator lacks) and ``EstimatorError`` propagate.
+``bt_bench.checklist.verdicts``. ``SkipCell`` (a capability the estimator lacks) and ``EstimatorError`` propagate.
 """
 
 from __future__ import annotations
@@ -11,14 +11,16 @@ import itertools
 
 import numpy as np
 
-from bt_bench import stats, verdicts
-from bt_bench.suite import Suite
+from bt_bench.checklist import stats
+
+from bt_bench.checklist import verdicts
+from bt_bench.checklist.suite import Suite
 
 
 def norm_variant(suite: Suite, est: str) -> str:
     """The norm_only variant check 1 compares with: a step-level estimator only ever with the step-level control
     (issue 9 item 5); a rollout-level one with the variant declared for the fixture's profile before anything is
-    scored (``bt_bench.expectations.NORM_VARIANT``), never the one that happens to score higher on a seed."""
+    scored (``bt_bench.checklist.expectations.NORM_VARIANT``), never the one that happens to score higher on a seed."""
     return "norm_only_step" if getattr(suite.estimator(est), "level", "rollout") == "step" else suite.norm_variant
 
 

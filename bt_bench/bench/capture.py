@@ -26,10 +26,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from bt_bench.build import toy_model_dir
-    from bt_bench.config import make_config
-    from bt_bench.store import cache_root
-    from bt_bench.train import train_planted
+    from bt_bench.runs.build import toy_model_dir
+    from bt_bench.runs.config import make_config
+    from bt_bench.runs.store import cache_root
+    from bt_bench.runs.train import train_planted
 
     base = make_config("tiny", steps=args.steps, window=max(1, args.steps // 2), eval_every=10**6 // 2)
     model_dir = toy_model_dir(base.toy, cache_root(), progress=False)

@@ -200,7 +200,7 @@ def build_toy_model(spec: ToySpec, folder: str | os.PathLike, progress: bool = T
     import torch
     from transformers import Qwen2ForCausalLM
 
-    from bt_bench.runtime import set_determinism
+    from bt_bench.runs.runtime import set_determinism
 
     set_determinism(spec.seed)
     folder = Path(folder)

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bt_bench import store, toy
-from bt_bench.config import FIXTURE_FORMAT, RunConfig
+from bt_bench.runs import store
+
+from bt_bench.runs import toy
+from bt_bench.runs.config import FIXTURE_FORMAT, RunConfig
 
 
 def _lock(path: Path):
@@ -90,7 +92,7 @@ def planting_gate(curve: list[dict], cfg: RunConfig) -> dict:
 def build_run(cfg: RunConfig, root: str | os.PathLike | None = None, rebuild: bool = False,
               progress: bool = True) -> store.Run:
     """Return the run for ``cfg``, building and publishing it if it is not cached (or ``rebuild``)."""
-    from bt_bench.runtime import set_determinism
+    from bt_bench.runs.runtime import set_determinism
 
     set_determinism(cfg.seed)
     root = store.cache_root(root)
@@ -110,7 +112,7 @@ def build_run(cfg: RunConfig, root: str | os.PathLike | None = None, rebuild: bo
         base = toy_model_dir(cfg.toy, root, progress) if cfg.model_path is None else Path(cfg.model_path)
         tmp = final.parent / f".tmp-{key}-{os.getpid()}"
         tmp.mkdir()
-        from bt_bench.train import train_planted
+        from bt_bench.runs.train import train_planted
 
         res = train_planted(cfg, base, tmp, progress=progress)
         shutil.rmtree(tmp / "_trl", ignore_errors=True)

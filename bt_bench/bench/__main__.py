@@ -1,0 +1,7 @@
+"""``python -m bt_bench.bench sketch|capture ...``: the same as ``bt-bench bench ...``."""
+
+import sys
+
+from bt_bench.cli import main
+
+raise SystemExit(main(["bench", *sys.argv[1:]]))
