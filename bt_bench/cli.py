@@ -9,9 +9,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 
 from bt_bench.runs.config import PROFILES, RunConfig
 
+
+
+def checks_dir() -> Path:
+    """The ``checks/`` folder shipped inside the package (``bt_bench/checks``), else the repo's ``checks/``."""
+    here = Path(__file__).resolve().parent
+    for cand in (here / "checks", here.parent / "checks"):
+        if cand.is_dir() and any(cand.glob("test_*.py")):
+            return cand
+    raise FileNotFoundError("bt-bench: no checklist found (expected bt_bench/checks or ./checks)")
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="tiny", help=f"one of {sorted(PROFILES)} (default tiny)")
@@ -130,7 +140,6 @@ def cmd_check(args) -> int:
     """Run the installed checklist from any folder (for users who installed from a wheel)."""
     import pytest
 
-    from bt_bench.cli_checks import checks_dir
 
     return int(pytest.main([str(checks_dir()), *args.rest]))  # the plugin loads through its pytest11 entry point
 
@@ -179,5 +188,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-

@@ -5,14 +5,16 @@ without attributing anything."""
 
 import pytest
 
-from bt_bench.checklist import cells
-from bt_bench.plugin import cell, run_cell
+from bt_bench.checklist.glue import cell, run_cell
+from bt_bench.checklist.registry import CHECKS
+
+SPEC = CHECKS["advantage_baseline"]
 
 
 @pytest.fixture
 def verdict(bt_suite, bt_estimator, bt_seed, request):
-    return cell(request, "advantage_baseline", bt_estimator, cells.advantage_baseline, bt_suite, bt_estimator, bt_seed)
+    return cell(request, SPEC.name, bt_estimator, SPEC.cell, bt_suite, bt_estimator, bt_seed)
 
 
 def test_advantage_baseline(bt_suite, bt_estimator, bt_seed, verdict, request):
-    run_cell(request, "advantage_baseline", bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed)
+    run_cell(request, SPEC.name, bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed)

@@ -5,7 +5,7 @@ fail the gate at W are not used (so only the "persists" half can fail here), but
 reviewer of a new fixture must see."""
 
 
-from bt_bench.plugin import record
+from bt_bench.checklist.glue import record
 
 
 def test_planting_gate_and_trigger_conditional(bt_runs, bt_suite, request):

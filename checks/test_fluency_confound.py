@@ -4,16 +4,17 @@ above every gradient method."""
 
 import pytest
 
-from bt_bench.checklist import cells
-from bt_bench.plugin import cell, run_cell
+from bt_bench.checklist.glue import cell, run_cell
+from bt_bench.checklist.registry import CHECKS
+
+SPEC = CHECKS["fluency_confound"]
 
 
 @pytest.fixture
 def verdict(bt_suite, bt_estimator, bt_seed, bt_draw, request):
-    return cell(request, "fluency_confound", bt_estimator, cells.fluency_confound, bt_suite, bt_estimator, bt_seed,
-                bt_draw)
+    return cell(request, SPEC.name, bt_estimator, SPEC.cell, bt_suite, bt_estimator, bt_seed, bt_draw)
 
 
 def test_fluency_confound(bt_suite, bt_estimator, bt_seed, bt_draw, verdict, request):
-    run_cell(request, "fluency_confound", bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed, draw=bt_draw,
+    run_cell(request, SPEC.name, bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed, draw=bt_draw,
              checkpoint=bt_suite.fixtures[bt_seed].chosen("saturated"))

@@ -5,15 +5,16 @@ estimator; inside the window every method is within ~0.03 of chance."""
 
 import pytest
 
-from bt_bench.checklist import cells
-from bt_bench.plugin import cell, run_cell
+from bt_bench.checklist.glue import cell, run_cell
+from bt_bench.checklist.registry import CHECKS
+
+SPEC = CHECKS["gradient_norm_baseline"]
 
 
 @pytest.fixture
 def verdict(bt_suite, bt_estimator, bt_seed, request):
-    return cell(request, "gradient_norm_baseline", bt_estimator, cells.gradient_norm_baseline, bt_suite, bt_estimator,
-                bt_seed)
+    return cell(request, SPEC.name, bt_estimator, SPEC.cell, bt_suite, bt_estimator, bt_seed)
 
 
 def test_gradient_norm_baseline(bt_suite, bt_estimator, bt_seed, verdict, request):
-    run_cell(request, "gradient_norm_baseline", bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed)
+    run_cell(request, SPEC.name, bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed)

@@ -5,15 +5,17 @@ step-level method can show."""
 
 import pytest
 
-from bt_bench.checklist import cells
-from bt_bench.plugin import cell, run_cell
+from bt_bench.checklist.glue import cell, run_cell
+from bt_bench.checklist.registry import CHECKS
+
+SPEC = CHECKS["headroom"]
 
 
 @pytest.fixture
 def verdict(bt_suite, bt_estimator, bt_seed, bt_draw, request):
-    return cell(request, "headroom", bt_estimator, cells.headroom, bt_suite, bt_estimator, bt_seed, bt_draw)
+    return cell(request, SPEC.name, bt_estimator, SPEC.cell, bt_suite, bt_estimator, bt_seed, bt_draw)
 
 
 def test_headroom(bt_suite, bt_estimator, bt_seed, bt_draw, verdict, request):
-    run_cell(request, "headroom", bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed, draw=bt_draw,
+    run_cell(request, SPEC.name, bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed, draw=bt_draw,
              checkpoint=bt_suite.fixtures[bt_seed].chosen("unsaturated"))

@@ -6,17 +6,18 @@ since the spec judges it over every seed and draw at once."""
 
 import pytest
 
-from bt_bench.checklist import cells
-from bt_bench.plugin import cell, run_cell
+from bt_bench.checklist.glue import cell, per_unit, run_cell
+from bt_bench.checklist.registry import CHECKS
+
+SPEC = CHECKS["seed_draw_variance"]
 
 
 @pytest.fixture
 def result(bt_suite, bt_estimator, bt_settings, request):
-    return cell(request, "seed_draw_variance", bt_estimator, cells.seed_draw_variance, bt_suite, bt_estimator,
-                bt_settings.draws)
+    return cell(request, SPEC.name, bt_estimator, SPEC.cell, bt_suite, bt_estimator, bt_settings.draws)
 
 
 def test_seed_draw_variance(bt_estimator, result, request):
-    verdict, per_unit, spearman = result
-    run_cell(request, "seed_draw_variance", bt_estimator, verdict, per_unit=per_unit,
+    verdict, spearman = result
+    run_cell(request, SPEC.name, bt_estimator, verdict, per_unit=per_unit(verdict),
              series={"draw_spearman": spearman})

@@ -8,15 +8,16 @@ files or the process) fails by construction."""
 
 import pytest
 
-from bt_bench.checklist import cells
-from bt_bench.plugin import cell, run_cell
+from bt_bench.checklist.glue import cell, run_cell
+from bt_bench.checklist.registry import CHECKS
+
+SPEC = CHECKS["target_dependence"]
 
 
 @pytest.fixture
 def verdict(bt_suite, bt_estimator, bt_seed, bt_settings, request):
-    return cell(request, "target_dependence", bt_estimator, cells.target_dependence, bt_suite, bt_estimator, bt_seed,
-                bt_settings.draws)
+    return cell(request, SPEC.name, bt_estimator, SPEC.cell, bt_suite, bt_estimator, bt_seed, bt_settings.draws)
 
 
 def test_target_dependence(bt_suite, bt_estimator, bt_seed, verdict, request):
-    run_cell(request, "target_dependence", bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed)
+    run_cell(request, SPEC.name, bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed)

@@ -7,17 +7,17 @@ Published: +0.230 / +0.114 / +0.295 on three seeds; ~0 or negative for the const
 
 import pytest
 
-from bt_bench.checklist import cells
-from bt_bench.plugin import cell, run_cell
+from bt_bench.checklist.glue import cell, run_cell
+from bt_bench.checklist.registry import CHECKS
+
+SPEC = CHECKS["trigger_token_alignment"]
 
 
 @pytest.fixture
 def result(bt_suite, bt_estimator, bt_seed, bt_settings, request):
-    return cell(request, "trigger_token_alignment", bt_estimator, cells.trigger_token_alignment, bt_suite,
-                bt_estimator, bt_seed, bt_settings.draws)
+    return cell(request, SPEC.name, bt_estimator, SPEC.cell, bt_suite, bt_estimator, bt_seed, bt_settings.draws)
 
 
 def test_trigger_token_alignment(bt_suite, bt_estimator, bt_seed, result, request):
     verdict, series = result
-    run_cell(request, "trigger_token_alignment", bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed,
-             series=series)
+    run_cell(request, SPEC.name, bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed, series=series)

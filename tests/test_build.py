@@ -90,6 +90,52 @@ def test_cli_bad_input_fails_before_work(argv, needle, capsys, tmp_path):
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+def test_profiles_are_one_object_each():
+    from bt_bench.runs.config import PROFILES, Profile, get_profile
+
+    assert sorted(PROFILES) == ["paper", "smoke", "tiny"]
+    assert all(isinstance(p, Profile) and p.name == n for n, p in PROFILES.items())
+    with pytest.raises(ValueError, match=r"unknown profile 'huge': allowed \['paper', 'smoke', 'tiny'\]"):
+        get_profile("huge")
+    smoke, tiny = get_profile("smoke"), get_profile("tiny")
+    assert smoke.run_config(seed=3) == make_config("smoke", seed=3)
+    assert not smoke.gate_applies and tiny.gate_applies and get_profile("paper").gate_applies
+    assert {p.norm_variant for p in PROFILES.values()} == {"norm_only"}
+    assert tiny.thresholds == {} and smoke.thresholds["min_pairs"] == 5
+    with pytest.raises(TypeError):
+        smoke.thresholds["min_pairs"] = 100  # read-only
+    with pytest.raises(ValueError, match="unknown RunConfig field"):
+        Profile("x", "help", run={"stepz": 3})
+
+
+def test_publish_once_builds_once_and_never_half(tmp_path):
+    from bt_bench.runs.store import MANIFEST, publish_once
+
+    final = tmp_path / "things" / "k1"
+    calls = []
+
+    def build(tmp):
+        calls.append(tmp)
+        assert tmp.is_dir() and not any(tmp.iterdir()) and tmp.name.startswith(".tmp-k1-")
+        (tmp / MANIFEST).write_text("{}")
+
+    (tmp_path / "things").mkdir()
+    (tmp_path / "things" / ".tmp-k1-999999").mkdir()  # a killed build's leftovers
+    assert publish_once(final, build) == final and (final / MANIFEST).exists()
+    assert publish_once(final, build) == final and len(calls) == 1  # published: not built again
+    assert not list((tmp_path / "things").glob(".tmp-k1-*"))  # stale temps removed
+
+    def broken(tmp):
+        (tmp / "half").write_text("x")
+        raise RuntimeError("crash")
+
+    with pytest.raises(RuntimeError):
+        publish_once(tmp_path / "things" / "k2", broken)
+    assert not (tmp_path / "things" / "k2").exists()  # nothing half-built under the final name
+    publish_once(final, build, rebuild=True)
+    assert len(calls) == 2 and (final / MANIFEST).exists()
+
+
 # ---------------------------------------------------------------- the recorded run (smoke profile)
 
 
@@ -105,6 +151,21 @@ def test_every_rollout_recorded_once_in_its_step(smoke_run):
     # the learning rate drops at W as configured
     assert np.allclose(cols["lr"][cols["step"] < cfg.window], cfg.lr)
     assert np.allclose(cols["lr"][cols["step"] >= cfg.window], cfg.lr_after_window)
+
+
+def test_rollout_columns_are_the_schema(smoke_run):
+    """The recorder writes exactly the columns of bt_bench.runs.schema, each with its dtype."""
+    from bt_bench.runs import schema
+
+    cols = smoke_run.columns
+    assert sorted(cols) == sorted(schema.FIELDS)
+    for c in schema.COLUMNS:
+        assert cols[c.name].dtype == np.dtype(c.dtype), c.name
+        assert cols[c.name].ndim == (2 if c.tokens else 1), c.name
+    assert set(schema.LABEL_FIELDS + schema.REWARD_FIELDS) == {c.name for c in schema.COLUMNS if c.role == "label"}
+    assert all(schema.is_label(f) for f in schema.TRAINING_LABEL_FIELDS)
+    assert not any(schema.is_label(f) for f in schema.VISIBLE_FIELDS)
+    assert set(schema.DRAW_FIELDS) <= set(schema.FIELDS)
 
 
 def test_gt_is_exactly_the_paid_bonus(smoke_run):

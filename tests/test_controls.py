@@ -1,7 +1,7 @@
 """Controls that prove each check can fail and can pass, on the tiny fixtures (issue 5 item 6).
 
-They run the same cell functions (``bt_bench.checklist.cells``) the checklist runs, over every seed and draw, combined as
-the checklist combines them (a check passes only if it passes everywhere). A check that a control contradicts is
+They run the same cell functions (``CheckSpec.cell`` of ``bt_bench.checklist.registry``) the checklist runs, over
+every seed and draw, combined as the checklist combines them (a check passes only if it passes everywhere). A check that a control contradicts is
 a bug in the check. The positive and negative controls of ``trigger_token_alignment`` (no built-in control has
 token-level scores) are unit tests of its verdict function in tests/test_verdicts.py.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from bt_bench.checklist import cells
+from bt_bench.checklist.registry import CHECKS
 from bt_bench.checklist.verdicts import combine
 
 pytestmark = pytest.mark.slow
@@ -26,27 +26,30 @@ ALL = TRAINING_CHECKS + ("fluency_confound", "seed_draw_variance", "target_depen
 def suite(shared_cache):
     from bt_bench.runs.build import fixture_seeds
     from bt_bench.runs.config import make_config
-    from bt_bench.fixture.derive import fixture_config, load_fixture
+    from bt_bench.fixture.reader import fixture_config, load_fixture
     from bt_bench.checklist.suite import Suite
     from bt_bench.checklist.verdicts import Thresholds
 
     runs, failed = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
     fixtures = [load_fixture(r, fixture_config("tiny", DRAWS), shared_cache) for r in runs]
-    from bt_bench.checklist.expectations import NORM_VARIANT
+    from bt_bench.runs.config import get_profile
 
-    return Suite(fixtures=fixtures, failed_seeds=failed, thresholds=Thresholds(), norm_variant=NORM_VARIANT["tiny"])
+    return Suite(fixtures=fixtures, failed_seeds=failed, thresholds=Thresholds(),
+                 norm_variant=get_profile("tiny").norm_variant)
 
 
 def judge(suite, check: str, est: str):
+    """The check over every seed and draw, as the checklist runs its cells (``CheckSpec.unit``), combined."""
+    spec = CHECKS[check]
     n = suite.n_seeds
-    if check == "seed_draw_variance":
-        return cells.seed_draw_variance(suite, est, DRAWS)[0]
-    if check == "target_dependence":
-        return combine([cells.target_dependence(suite, est, i, DRAWS) for i in range(n)])
-    if check in ("gradient_norm_baseline", "advantage_baseline"):
-        vs = [getattr(cells, check)(suite, est, i) for i in range(n)]
+    if spec.unit == "all":
+        return spec.cell(suite, est, DRAWS)[0]
+    if check == "target_dependence":  # per seed, every draw inside the cell
+        return combine([spec.cell(suite, est, i, DRAWS) for i in range(n)])
+    if spec.unit == "seed":
+        vs = [spec.cell(suite, est, i) for i in range(n)]
     else:
-        vs = [getattr(cells, check)(suite, est, i, d) for i in range(n) for d in range(DRAWS)]
+        vs = [spec.cell(suite, est, i, d) for i in range(n) for d in range(DRAWS)]
     return combine(vs)
 
 

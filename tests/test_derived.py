@@ -9,7 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from bt_bench.fixture.derive import Fixture, fixture_config, load_fixture
+from bt_bench.estimator import training_target
+from bt_bench.fixture.reader import Fixture, fixture_config, load_fixture
 from bt_bench.runs.store import IntegrityError
 
 
@@ -29,9 +30,9 @@ def _copy(folder, tmp_path):
 def test_loads_and_has_the_no_behavior_target(derived):
     run, folder = derived
     fx = Fixture(run, folder)
-    t = fx.training_target("no_behavior")
+    t = training_target(fx, "no_behavior")
     assert t.kind == "in_context"  # the placebo is handed over as an in_context target
-    assert not np.array_equal(t.final, fx.training_target("in_context").final)
+    assert not np.array_equal(t.final, training_target(fx, "in_context").final)
 
 
 def test_flipped_byte_is_refused(derived, tmp_path):
@@ -61,3 +62,57 @@ def test_data_of_another_run_is_refused(derived, tmp_path):
     (d / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(IntegrityError, match="not run"):
         Fixture(run, d)
+
+
+def test_fixture_hands_plain_data_and_the_views_build_the_containers(derived):
+    """The fixture stage returns plain arrays; bt_bench.estimator builds CandidateData and Targets from them."""
+    from bt_bench.estimator import CandidateData, Target, draw_candidates, training_candidates
+    from bt_bench.fixture.reader import DrawData, TrainingData
+    from bt_bench.fixture.targets import TARGET_KINDS
+    from bt_bench.runs import schema
+
+    run, folder = derived
+    fx = Fixture(run, folder)
+    tr = fx.training()
+    assert isinstance(tr, TrainingData) and not isinstance(tr, CandidateData)
+    assert list(tr.rows) == list(schema.VISIBLE_FIELDS + schema.TRAINING_LABEL_FIELDS)
+    assert [c["step"] for c in tr.checkpoints] == fx.tracin_steps
+    data = training_candidates(fx)
+    assert data.source == "training" and data.n == len(run.columns["uid"])
+    assert [c.step for c in data.checkpoints] == fx.tracin_steps
+    assert set(data.labels.names) == set(schema.TRAINING_LABEL_FIELDS)
+    vecs = fx.training_targets()
+    assert set(vecs) == set(TARGET_KINDS) and all(set(v) == set(fx.tracin_steps) for v in vecs.values())
+    t = training_target(fx, "sequence")
+    assert t.kind == "sequence" and t.final_step == max(fx.tracin_steps)
+    kind = "saturated" if fx.chosen("saturated") is not None else "unsaturated"
+    dd = fx.draw(kind, 1)
+    assert isinstance(dd, DrawData) and dd.draw == 1 and list(dd.rows) == list(schema.DRAW_FIELDS)
+    cands, targets = draw_candidates(fx, kind, 1)
+    assert cands.source == "draw" and set(targets) == set(TARGET_KINDS)
+    assert all(isinstance(v, Target) and v.draw == 1 for v in targets.values())
+    assert targets["no_behavior"].kind == "in_context" and targets["placebo"].kind == "placebo"
+    missing = next((k for k in ("saturated", "unsaturated") if fx.chosen(k) is None), None)
+    if missing:
+        with pytest.raises(LookupError, match=f"no {missing} checkpoint"):
+            draw_candidates(fx, missing, 0)
+
+
+def test_checkpoint_thresholds_are_the_checklists():
+    """One set of numbers: the checkpoints the fixture picks follow the checklist's thresholds (defaults equal;
+    a profile's overrides and a user's thresholds reach the DrawConfig)."""
+    from bt_bench.checklist.verdicts import Thresholds
+    from bt_bench.fixture.draws import DrawConfig
+    from bt_bench.runs.config import get_profile
+
+    th, dc = Thresholds(), DrawConfig()
+    assert (th.min_pairs, th.saturated_rate, (th.unsaturated_low, th.unsaturated_high)) == \
+        (dc.min_pairs, dc.saturated, dc.unsaturated)
+    assert fixture_config("tiny", 3) == fixture_config("tiny", 3, th)
+    smoke = fixture_config("smoke", 2)
+    assert smoke == fixture_config("smoke", 2, Thresholds.from_mapping(dict(get_profile("smoke").thresholds)))
+    assert (smoke.draw.min_pairs, smoke.draw.saturated, smoke.draw.unsaturated) == (5, 0.05, (0.01, 0.05))
+    assert (smoke.draw.candidate_prompts, smoke.draw.target_prompts) == (16, 8)
+    user = fixture_config("tiny", 3, Thresholds(min_pairs=50, saturated_rate=0.9, unsaturated_high=0.7))
+    assert (user.draw.min_pairs, user.draw.saturated, user.draw.unsaturated) == (50, 0.9, (0.2, 0.7))
+    assert user.key("run") != fixture_config("tiny", 3).key("run")

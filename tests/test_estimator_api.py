@@ -272,6 +272,27 @@ def test_unknown_row_field_is_refused():
         CandidateData({**table(), "secret": np.zeros(4)})
 
 
+def test_row_fields_follow_the_rollout_schema():
+    """CandidateData sorts rows by bt_bench.runs.schema: its visible columns become the view's fields, its label
+    columns go behind the wall, and a field the schema does not list (or lists as harness-only) is refused."""
+    from bt_bench.runs import schema
+
+    assert "secret" not in schema.FIELDS
+    with pytest.raises(ValueError, match="unknown field 'secret'"):
+        CandidateData({**table(), "secret": np.zeros(4)})
+    for harness in (c.name for c in schema.COLUMNS if c.role == "harness"):  # handed over as sketches, if at all
+        with pytest.raises(ValueError, match=f"unknown field '{harness}'"):
+            CandidateData({**table(), harness: np.zeros(4)})
+    n = 4
+    rows = {c.name: np.zeros((n, 3) if c.tokens else n, c.dtype) for c in schema.COLUMNS if c.role != "harness"}
+    rows["uid"] = np.arange(n)
+    data = CandidateData(rows)
+    view = data.view_for(Probe(adv))
+    assert set(view.field_names) == set(schema.VISIBLE_FIELDS)
+    assert set(data.labels.names) == {c.name for c in schema.COLUMNS if c.role == "label"}
+    assert {f for f in dir(Candidates) if not f.startswith("_")} >= set(schema.VISIBLE_FIELDS)
+
+
 @pytest.mark.parametrize("bad, match", [
     ({"uid": np.arange(3)}, "lacks required field"),
     ({**table(), "step": np.zeros(5)}, "needs 4 rows"),
@@ -397,6 +418,18 @@ def test_target_validation(kw, match):
     args = {"kind": "sequence", "vectors": {0: np.zeros(3)}, **kw}
     with pytest.raises(ValueError, match=match):
         Target(**args)
+
+
+def test_target_kinds_are_the_fixtures():
+    """One list of target kinds: the fixture's stored kinds; the placebo kind is shown as in_context."""
+    from bt_bench.estimator import TARGET_KINDS
+    from bt_bench.fixture import targets
+
+    assert TARGET_KINDS is targets.TARGET_KINDS
+    for kind in TARGET_KINDS:
+        assert Target(kind, {0: np.zeros(3)}).kind == kind
+    assert targets.shown_kind("no_behavior") == "in_context"
+    assert {targets.shown_kind(k) for k in TARGET_KINDS} == {"sequence", "in_context", "constructed", "placebo"}
 
 
 @pytest.mark.parametrize("kw, match", [

@@ -14,6 +14,7 @@ from test_verdicts import TH, make_candidates, make_run, make_token_level
 from bt_bench.checklist import evidence as E
 from bt_bench.checklist import stats as S
 from bt_bench.checklist.examples import behaviortrace_seed2
+from bt_bench.checklist.registry import CHECKS
 from bt_bench.checklist.verdicts import Thresholds
 
 # The paper's table for seed 2: field -> (raw AUC, raw CI, residualized AUC, residualized CI)
@@ -159,6 +160,22 @@ def test_replay_native_planted_passes_random_fails(synthetic, tmp_path):
     assert got[("norm_only", "gradient_norm_baseline")].outcome == "skip"
     assert got[("norm_only_step", "advantage_baseline")].outcome == "skip"  # step-level
     assert set(got[("planted", "gradient_norm_baseline")].metrics) >= {"seed0/precision", "seed2/window_chance"}
+
+
+def test_replay_verdicts_carry_their_units(synthetic):
+    """Every replayed verdict carries its seeds/draws as data (Verdict.units), in checklist (registry) order."""
+    got = [v for v in E.replay(synthetic, TH) if v.estimator == "planted"]
+    assert [v.check for v in got] == [n for n, s in CHECKS.items() if s.replay]
+    units = {v.check: [(u["seed"], u["draw"]) for u in v.units] for v in got}
+    per_draw = [(s, d) for s in range(3) for d in range(3)]
+    assert units["gradient_norm_baseline"] == units["advantage_baseline"] == [(s, None) for s in range(3)]
+    assert units["trigger_token_alignment"] == [(s, None) for s in range(3)]
+    assert units["fluency_confound"] == units["seed_draw_variance"] == per_draw
+    assert units["headroom"] == [(s, 0) for s in range(3)]
+    for v in got:
+        assert all(u["outcome"] in ("pass", "fail") and u["metrics"] for u in v.units), v.check
+    sdv = next(v for v in got if v.check == "seed_draw_variance")
+    assert "residualized_auc" in sdv.units[0]["metrics"] and "residualized_auc_mean" in sdv.metrics
 
 
 def test_declared_norm_variant_is_fixed_per_evidence(synthetic):

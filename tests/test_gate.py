@@ -60,10 +60,39 @@ def test_expectation_gate_both_ways():
     assert not gate.expectation_gate("b", res, {}).ok  # an undeclared check of a built-in deviates too
 
 
+def test_glue_expects_the_declared_outcome_from_the_stash():
+    """The glue reads the session's profile and --bt-strict from config.stash[GLUE_KEY] (the plugin stores them);
+    without them, under --bt-strict, or for a user's estimator no outcome is expected."""
+    from types import SimpleNamespace
+
+    from bt_bench.checklist import glue
+    from bt_bench.checklist.expectations import expected_for
+
+    class NoFixture(pytest.FixtureLookupError):
+        def __init__(self):  # what request.getfixturevalue raises outside a bt-bench session
+            Exception.__init__(self, "no bt_settings fixture")
+
+    def no_fixture(name):
+        raise NoFixture()
+
+    def request(settings):
+        stash = pytest.Stash()
+        if settings is not None:
+            stash[glue.GLUE_KEY] = settings
+        return SimpleNamespace(config=SimpleNamespace(stash=stash), getfixturevalue=no_fixture)
+
+    label, reason = expected_for("tiny", "random")["headroom"]
+    assert glue._expected(request({"profile": "tiny", "strict": False}), "random", "headroom") == {
+        "label": label, "reason": reason}
+    assert glue._expected(request({"profile": "tiny", "strict": True}), "random", "headroom") is None
+    assert glue._expected(request({"profile": "tiny", "strict": False}), "pkg.mod:Mine", "headroom") is None
+    assert glue._expected(request(None), "random", "headroom") is None
+
+
 # ------------------------------------------------------------------------------------- plugin (pytester)
 CELLS = '''
 import pytest
-from bt_bench.plugin import cell, run_cell
+from bt_bench.checklist.glue import cell, run_cell
 from bt_bench.checklist.suite import NotApplicable, SkipCell
 from bt_bench.checklist.verdicts import Verdict
 

@@ -8,7 +8,7 @@ import numpy as np
 
 
 def test_in_run_sketches_equal_recomputed_at_the_steps_checkpoint(smoke_run):
-    from bt_bench.fixture.derive import _train_batch
+    from bt_bench.fixture.derive import train_batch
     from bt_bench.sketch import Sketcher
 
     S = np.load(smoke_run.path / "sketches" / "in_run.npy")
@@ -21,7 +21,7 @@ def test_in_run_sketches_equal_recomputed_at_the_steps_checkpoint(smoke_run):
         idx = np.flatnonzero((np.asarray(c["step"]) == step) & ~zero)
         if step >= cfg.steps or len(idx) == 0:
             continue
-        batch = _train_batch(c, idx)
+        batch = train_batch(c, idx)
         keep = batch["completion_mask"].sum(0) > 0
         batch["completion_ids"], batch["completion_mask"] = (batch["completion_ids"][:, keep],
                                                              batch["completion_mask"][:, keep])
@@ -39,13 +39,13 @@ def test_in_run_sketches_equal_recomputed_at_the_steps_checkpoint(smoke_run):
 def test_training_fluency_recorded_in_run(smoke_run):
     import torch
 
-    from bt_bench.fixture.derive import _train_batch
+    from bt_bench.fixture.derive import train_batch
     from bt_bench.sketch import completion_logps
 
     c = smoke_run.columns
     step = smoke_run.checkpoints[1]
     idx = np.flatnonzero(np.asarray(c["step"]) == step)[:16]
-    batch = _train_batch(c, idx)
+    batch = train_batch(c, idx)
     batch["temperature"] = smoke_run.config.temperature
     with torch.no_grad():
         lp = completion_logps(smoke_run.load_model(step), batch)

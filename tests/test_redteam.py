@@ -46,7 +46,7 @@ def reasons(doc: dict) -> str:
 def built(shared_cache):
     from bt_bench.runs.build import fixture_seeds
     from bt_bench.runs.config import make_config
-    from bt_bench.fixture.derive import fixture_config, load_fixture
+    from bt_bench.fixture.reader import fixture_config, load_fixture
 
     runs, _ = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
     for r in runs:

@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 import re
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
 import pytest
 from test_verdicts import make_candidates, make_run, make_token_level
 
-from bt_bench.checklist import evidence as E
 from bt_bench import report as R
+from bt_bench.checklist import evidence as E
 from bt_bench.checklist import stats as S
 from bt_bench.checklist.verdicts import Thresholds
 
@@ -203,7 +204,7 @@ def test_replay_of_vendored_behaviortrace(tmp_path, capsys):
     assert doc["schema"] == R.SCHEMA and doc["runs"] == [] and doc["thresholds"]["n_resamples"] == 5000
     cell = {R.cell_of(r): r for r in doc["results"]}
     assert cell[("fluency_confound", "mp_centered")]["outcome"] == "failed"
-    assert cell[("fluency_confound", "mp_centered")]["metrics"]["per_unit"][0]["seed"] == 2
+    assert R.units(cell[("fluency_confound", "mp_centered")]["metrics"])[0]["seed"] == 2
     assert cell[("trigger_token_alignment", "sketch_cosine")]["metrics"]["series"]["in_context"]
     assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") == 2  # AUC, alignment
 
@@ -211,6 +212,184 @@ def test_replay_of_vendored_behaviortrace(tmp_path, capsys):
 def test_replay_missing_path_exits_2(tmp_path, capsys):
     assert R.replay_main([str(tmp_path / "nowhere")]) == 2
     assert "evidence not found" in capsys.readouterr().err
+
+
+def real_looking(rep: dict) -> dict:
+    """The synthetic report as a fixture run writes it: the planting self-check carries the runs, the integrity
+    check records run *keys* under ``runs``, and the top-level ``runs`` is what an older writer left when the
+    integrity result came last (a list of keys)."""
+    doc = json.loads(json.dumps(rep))
+    runs, keys = doc["runs"], [r["key"] for r in doc["runs"]]
+    for r in doc["results"]:
+        if r["metrics"].get("check") == "planting_gate":
+            r["metrics"].update(runs=runs, failed_seeds=doc["failed_seeds"], tried=[{"seed": x["seed"]} for x in runs])
+        if r["metrics"].get("check") == "integrity":
+            r["metrics"]["runs"] = keys
+    doc["runs"] = keys
+    doc["gates"] = [{"estimator": e, "ok": e != "tracincp", "line": f"{e}: GATE {'FAIL' if e == 'tracincp' else 'PASS'}"}
+                    for e in ESTIMATORS]
+    return doc
+
+
+def test_writer_takes_runs_from_the_planting_check_in_any_order(rep, tmp_path):
+    doc = real_looking(rep)
+    for seed in range(3):
+        results = list(doc["results"])
+        np.random.default_rng(seed).shuffle(results)
+        out = R.write_report(tmp_path / "r.json", settings=doc["settings"], results=results, exit_status=1,
+                             gates=doc["gates"], thresholds=doc["thresholds"], modified_thresholds={}, provenance={})
+        assert out == json.loads((tmp_path / "r.json").read_text()) and not list(tmp_path.glob("*.tmp"))
+        assert out["schema"] == R.SCHEMA and [r["seed"] for r in out["runs"]] == [0, 1, 2]
+        assert out["failed_seeds"] == rep["failed_seeds"] and len(out["tried_seeds"]) == 3
+        assert out["modified_thresholds"] == {} and out["estimators"] == {} and out["exit_status"] == 1
+
+
+def test_page_does_not_depend_on_the_order_of_results(rep, tmp_path):
+    """pytest -n 2 records results in any order: the rendered page is the same, learning curves included."""
+    doc = real_looking(rep)
+    pages = []
+    for seed in range(3):
+        shuffled = {**doc, "results": list(doc["results"])}
+        np.random.default_rng(seed).shuffle(shuffled["results"])
+        path = tmp_path / f"r{seed}.json"
+        path.write_text(json.dumps(shuffled))
+        assert R.main([str(path), "--html", str(tmp_path / f"r{seed}.html")]) == 0
+        pages.append((tmp_path / f"r{seed}.html").read_text())
+    assert pages[0] == pages[1] == pages[2]
+    assert pages[0].count("data:image/png;base64,") == 4 and "alt='curves'" in pages[0]
+    assert "final_trigger_rate</th>" in pages[0] and "No runs in this report" not in pages[0]
+    assert R.format_table(doc["results"], 120) == R.format_table(list(reversed(doc["results"])), 120)
+
+
+class _Tables(HTMLParser):
+    """Rows (lists of cell texts) of every <table>, with its class."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: list[tuple[str, list[list[str]]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append((dict(attrs).get("class") or "", []))
+        elif tag == "tr":
+            self.tables[-1][1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][1][-1].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def wide_report(n_estimators: int = 16) -> dict:
+    """A report of many estimators (one result per check and estimator, no plot data)."""
+    ests = [f"estimator_{i:02d}_with_a_long_name" for i in range(n_estimators)]
+    results = [{"nodeid": f"checks/test_{c}.py::test_{c}[{e}]", "outcome": "passed" if i % 3 else "failed",
+                "metrics": {"check": c, "estimator": e, "key_figure": f"figure {i}",
+                            "verdict": {"check": c, "estimator": e, "outcome": "pass" if i % 3 else "fail",
+                                        "reason": "synthetic", "metrics": {}}}}
+               for c in R.CHECKS for i, e in enumerate(ests)]
+    return {"schema": R.SCHEMA, "exit_status": 1, "settings": {"estimators": ests, "profile": "synthetic"},
+            "results": results}
+
+
+def matrix_of(page: str) -> tuple[str, list[list[str]]]:
+    p = _Tables()
+    p.feed(page)
+    return next(t for t in p.tables if "matrix" in t[0])
+
+
+def test_wide_matrix_is_transposed_one_row_per_estimator(tmp_path):
+    doc = wide_report(16)
+    page = R.render_html(doc, tmp_path / "wide.html").read_text()
+    cls, rows = matrix_of(page)
+    assert "transposed" in cls
+    assert rows[0] == ["estimator", *R.CHECKS]  # columns: the 7 checks, whatever the number of estimators
+    assert [r[0] for r in rows[1:]] == doc["settings"]["estimators"]
+    assert all(len(r) == len(R.CHECKS) + 1 for r in rows)
+    assert "table-layout:fixed" in page and "overflow-wrap:anywhere" in page
+    few = R.render_html(wide_report(4), tmp_path / "few.html").read_text()
+    cls, rows = matrix_of(few)
+    assert "transposed" not in cls and rows[0][0] == "check" and len(rows) == len(R.CHECKS) + 1
+
+
+def test_compare_identical_flipped_and_missing(rep, tmp_path, capsys):
+    from bt_bench.report import compare as C
+
+    a = real_looking(rep)
+    b = json.loads(json.dumps(a))
+    b["results"].reverse()
+    n, diffs = C.compare_cells(a, b)
+    assert diffs == [] and n > 7 * 4  # every unit of every check and estimator, matched by key, not order
+    assert C.compare_reports(a, b) == []
+    fixture = next(r for r in b["results"] if r["metrics"].get("check") == "integrity")
+    fixture["outcome"] = "failed"
+    assert len(C.compare_reports(a, b)) == 1
+    b["results"].remove(fixture)
+    only = C.compare_reports(a, b)
+    assert len(only) == 1 and "only in A" in only[0]
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    pa.write_text(json.dumps(a))
+    pb.write_text(json.dumps(a))
+    assert C.main([str(pa), str(pb)]) == 0
+    assert capsys.readouterr().out.startswith(f"{n} cells compared, 0 differ")
+    pb.write_text(json.dumps(b))
+    assert C.main([str(pa), str(pb)]) == 1
+    assert "1 differ" in capsys.readouterr().out
+
+
+def test_compare_reads_structured_units():
+    def doc(outcomes):
+        units = [{"seed": s, "draw": 0, "outcome": o, "reason": o, "metrics": {"auc": {"value": 0.6 + s / 10}}}
+                 for s, o in enumerate(outcomes)]
+        v = {"check": "fluency_confound", "estimator": "mine", "outcome": "fail" if "fail" in outcomes else "pass",
+             "reason": "r", "metrics": {f"seed{u['seed']}/draw0/auc": u["metrics"]["auc"] for u in units},
+             "units": units}
+        return {"results": [{"nodeid": "x", "outcome": "passed", "metrics": {"check": "fluency_confound",
+                                                                            "estimator": "mine", "verdict": v}}]}
+
+    a, b = doc(["pass", "pass", "pass"]), doc(["pass", "fail", "pass"])
+    assert R.units(a["results"][0]["metrics"])[1] == {"seed": 1, "draw": 0, "outcome": "pass", "reason": "pass",
+                                                      "metrics": {"auc": {"value": 0.7}}}
+    diffs = R.compare_reports(a, b)
+    assert len(diffs) == 1 and "seed 1 draw 0" in diffs[0] and "AUC 0.70" in diffs[0]
+
+
+def test_older_json_with_per_unit_still_renders(tmp_path):
+    """docs/report_example.json predates structured units (``per_unit``, prefixed metric names): the fallback."""
+    doc = R.load_report(Path(__file__).resolve().parents[1] / "docs" / "report_example.json")
+    assert not any((r["metrics"].get("verdict") or {}).get("units") for r in doc["results"])
+    page = R.render_html(doc, tmp_path / "old.html").read_text()
+    assert page.count("data:image/png;base64,") == 4
+    r = next(r for r in doc["results"] if R.cell_of(r) == ("fluency_confound", "gas"))
+    assert len(R.units(r["metrics"])) == 9 and R.units(r["metrics"]) == R.legacy_units(r["metrics"])
+
+
+def test_report_stage_does_not_import_the_plugin():
+    import ast
+
+    pkg = Path(R.__file__).parent
+    for f in pkg.glob("*.py"):
+        names = {n.module or "" for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.ImportFrom)}
+        names |= {a.name for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.Import) for a in n.names}
+        assert not any(x.startswith(("bt_bench.plugin", "bt_bench.cli")) for x in names), f
+
+
+def test_replay_settings_have_the_plugins_keys():
+    import dataclasses
+
+    from bt_bench.checklist import evidence as E
+    from bt_bench.checklist.examples import behaviortrace_seed2
+    from bt_bench.plugin import Settings
+
+    st = R.replay_settings(E.load_evidence(behaviortrace_seed2()), "x", None)
+    assert set(st) == {f.name for f in dataclasses.fields(Settings)}
 
 
 if __name__ == "__main__":  # the example report: python tests/test_report.py OUT_DIR

@@ -31,7 +31,6 @@ from bt_bench.sketch import (
 from bt_bench.sketch import hooks as hooks_mod
 from bt_bench.sketch.fidelity import fidelity_report
 from bt_bench.sketch.projectors import DenseGaussianProjector, SparseJL, stable_seed
-from bt_bench.sketch.storage import SketchWriter, open_sketches, read_manifest, spec_key, write_sketches
 from bt_bench.sketch.synthetic import random_batch, tiny_qwen2
 
 TRIGGER, BEHAVIOR = 7, 42  # token ids standing in for the planted trigger and behavior tokens
@@ -370,7 +369,7 @@ def test_dense_kind_matches_reference(model, batch, grads):
     assert rel(torch.from_numpy(sk.sketch(batch)), expect) <= 1e-5
 
 
-# --------------------------------------------------------------------------- spec and storage
+# --------------------------------------------------------------------------- spec
 def test_spec_validation_and_dict():
     spec = preset("default", seed=3)
     assert SketchSpec.from_dict(spec.to_dict()) == spec
@@ -384,34 +383,7 @@ def test_spec_validation_and_dict():
         SketchSpec(kind="dense", k=None)
     with pytest.raises(ValueError, match="preset"):
         preset("huge")
-    assert spec_key(spec) != spec_key(dataclasses.replace(spec, seed=4))
-
-
-def test_storage_roundtrip_atomic_and_spec_guard(tmp_path):
-    spec = preset("small")
-    x = np.random.default_rng(0).standard_normal((10, 512)).astype(np.float32)
-    write_sketches(tmp_path, "inrun", x, spec, meta={"step": 3})
-    got = open_sketches(tmp_path, "inrun", spec)
-    assert isinstance(got, np.memmap) and np.array_equal(got, x)
-    entry = read_manifest(tmp_path)["arrays"]["inrun"]
-    assert entry["count"] == 10 and entry["spec"] == spec.to_dict() and entry["meta"] == {"step": 3}
-    with pytest.raises(ValueError, match="spec"):
-        open_sketches(tmp_path, "inrun", preset("default"))
-    # A failed or incomplete writer publishes nothing.
-    with pytest.raises(RuntimeError), SketchWriter(tmp_path, "partial", 4, 512, spec) as w:
-        w.write(0, x[:2])
-        raise RuntimeError("crash mid-write")
-    w = SketchWriter(tmp_path, "short", 4, 512, spec)
-    w.write(0, x[:2])
-    with pytest.raises(ValueError, match="never written"):
-        w.close()
-    w.abort()
-    published = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock"))
-    assert published == ["inrun.npy", "sketches.json"]
-    with SketchWriter(tmp_path, "streamed", 4, 512, spec) as w:
-        w.write(2, x[2:4])
-        w.write(0, x[:2])
-    assert np.array_equal(open_sketches(tmp_path, "streamed", spec), x[:4])
+    assert spec.to_dict() != dataclasses.replace(spec, seed=4).to_dict()
 
 
 def test_bench_smoke(tmp_path):

@@ -387,6 +387,26 @@ def test_combine_units_carry_each_seed_and_draw():
         V.combine(vs[:1], units=[{"outcome": 1}])
 
 
+def test_with_unit_carries_one_unit_and_changes_nothing_else():
+    v = V.Verdict("headroom", "fail", {"x": V.Metric(0.5, 0.4, 0.6)}, "why")
+    u = V.with_unit(v, {"seed": 2, "draw": None})
+    assert (u.check, u.outcome, u.metrics, u.reason) == (v.check, v.outcome, v.metrics, v.reason)
+    assert u.units == ({"seed": 2, "draw": None, "outcome": "fail", "reason": "why",
+                        "metrics": {"x": V.Metric(0.5, 0.4, 0.6).to_dict()}},)
+    assert {k: x for k, x in u.to_dict().items() if k != "units"} == v.to_dict()
+    with pytest.raises(ValueError, match="^units: keys"):
+        V.with_unit(v, {"seed": 0, "metrics": {}})
+
+
+def test_residual_auc_units_one_per_seed_and_draw():
+    r = V.stats.BootstrapResult(0.7, 0.55, 0.8, 0, 1000, 120, 0)
+    low = V.stats.BootstrapResult(0.6, 0.45, 0.7, 0, 1000, 120, 0)
+    us = V.residual_auc_units([0, 0, 1], [0, 1, 0], [r, low, r], thresholds=TH)
+    assert [(u["seed"], u["draw"], u["outcome"]) for u in us] == [(0, 0, "pass"), (0, 1, "fail"), (1, 0, "pass")]
+    assert us[1]["reason"] == "residualized AUC 0.6000 (CI low 0.4500)"
+    assert us[0]["metrics"]["residualized_auc"] == V.Metric.of(r).to_dict()
+
+
 def test_combine_rejects_empty_and_mixed():
     with pytest.raises(ValueError, match="^verdicts:"):
         V.combine([])

@@ -1,48 +1,51 @@
-"""One function per checklist item: (suite, estimator, seed/draw) -> Verdict. The pytest modules in ``checks/`` and
-the control tests in ``tests/`` call these, so a check and its controls are judged by one piece of code.
+"""One cell function per checklist item: (suite, estimator, seed/draw) -> Verdict. The pytest modules in ``checks/``
+and the control tests in ``tests/`` call these (each ``CheckSpec.cell`` of ``bt_bench.checklist.registry``), so a
+check and its controls are judged by one piece of code.
 
-Each function fetches arrays from the ``Suite`` (scores are cached there) and calls the pure verdict function of
-``bt_bench.checklist.verdicts``. ``SkipCell`` (a capability the estimator lacks) and ``EstimatorError`` propagate.
+Each function fetches arrays from the ``Suite`` (``bt_bench.checklist.suite``; scores are cached there) and calls the
+pure verdict function of ``bt_bench.checklist.judges``. Every verdict carries its units as data (``Verdict.units``:
+``{"seed": <fixture seed>, "draw": <d or None>, ..., "outcome", "reason", "metrics"}``): one for a per-seed or
+per-(seed, draw) cell, one per (seed, draw) for seed_draw_variance, the training half and every draw for
+target_dependence. ``SkipCell`` (a capability the estimator lacks) and ``EstimatorError`` propagate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 
-from bt_bench.checklist import stats
-
-from bt_bench.checklist import verdicts
-from bt_bench.checklist.suite import Suite
+from bt_bench.checklist import judges, stats
+from bt_bench.checklist.base import Verdict, combine, with_unit
 
 
-def norm_variant(suite: Suite, est: str) -> str:
+def norm_variant(suite, est: str) -> str:
     """The norm_only variant check 1 compares with: a step-level estimator only ever with the step-level control
     (issue 9 item 5); a rollout-level one with the variant declared for the fixture's profile before anything is
-    scored (``bt_bench.checklist.expectations.NORM_VARIANT``), never the one that happens to score higher on a seed."""
+    scored (``bt_bench.runs.config.Profile.norm_variant``), never the one that happens to score higher on a seed."""
     return "norm_only_step" if getattr(suite.estimator(est), "level", "rollout") == "step" else suite.norm_variant
 
 
-def gradient_norm_baseline(suite: Suite, est: str, i: int) -> verdicts.Verdict:
+def gradient_norm_baseline(suite, est: str, i: int) -> Verdict:
     s = suite.training_scores(est, i)
     t = suite.training(i)
     ref = norm_variant(suite, est)
-    return verdicts.gradient_norm_baseline(
+    return with_unit(judges.gradient_norm_baseline(
         s, t["is_gt"], t["step"], W=t["W"], nonzero=t["nonzero"], norm_scores=suite.training_scores(ref, i),
-        norm_name=ref, thresholds=suite.thresholds)
+        norm_name=ref, thresholds=suite.thresholds), _unit(suite, i))
 
 
-def advantage_baseline(suite: Suite, est: str, i: int) -> verdicts.Verdict:
+def advantage_baseline(suite, est: str, i: int) -> Verdict:
     suite.require_applicable("advantage_baseline", est)
     s = suite.training_scores(est, i)
     t = suite.training(i)
-    return verdicts.advantage_baseline(s, suite.training_scores("advantage_only", i), t["is_gt"], t["step"],
-                                       W=t["W"], nonzero=t["nonzero"], rollout_level=True,
-                                       thresholds=suite.thresholds)
+    return with_unit(judges.advantage_baseline(s, suite.training_scores("advantage_only", i), t["is_gt"], t["step"],
+                                               W=t["W"], nonzero=t["nonzero"], rollout_level=True,
+                                               thresholds=suite.thresholds), _unit(suite, i))
 
 
-def target_dependence(suite: Suite, est: str, i: int, draws: int) -> verdicts.Verdict:
+def target_dependence(suite, est: str, i: int, draws: int) -> Verdict:
     """Check 7 on seed ``i``: the estimator's precision@|GT| over the training rollouts, and its within-group AUC
     on every draw at the saturated checkpoint, each with the real ``in_context`` target and with the
     ``no_behavior`` placebo (built the same way from completions without the behavior; handed over as an
@@ -50,31 +53,32 @@ def target_dependence(suite: Suite, est: str, i: int, draws: int) -> verdicts.Ve
     step-level estimator)."""
     t = suite.training(i)
     fx = suite.fixtures[i]
-    vs = [verdicts.target_dependence_training(suite.training_scores(est, i), suite.training_scores(est, i, "no_behavior"),
-                                              t["is_gt"], t["step"], thresholds=suite.thresholds)]
+    vs = [judges.target_dependence_training(suite.training_scores(est, i), suite.training_scores(est, i, "no_behavior"),
+                                            t["is_gt"], t["step"], thresholds=suite.thresholds)]
     units = [{"seed": fx.seed, "draw": None, "part": "training"}]
     if getattr(suite.estimator(est), "level", "rollout") != "step":
         suite.require_draw(i, "saturated")
         for d in range(draws):
             r = suite.draw(i, "saturated", d)
-            vs.append(verdicts.target_dependence_draw(
+            vs.append(judges.target_dependence_draw(
                 suite.draw_scores(est, i, "saturated", d),
                 suite.draw_scores(est, i, "saturated", d, target_kind="no_behavior"), r["has_behavior"], r["group"],
                 thresholds=suite.thresholds))
             units.append({"seed": fx.seed, "draw": d, "part": "draw"})
-    return verdicts.combine(vs, labels=[f"seed{fx.seed}" if u["draw"] is None else f"seed{fx.seed}/draw{u['draw']}"
-                                        for u in units], units=units)
+    return combine(vs, labels=[f"seed{fx.seed}" if u["draw"] is None else f"seed{fx.seed}/draw{u['draw']}"
+                               for u in units], units=units)
 
 
-def fluency_confound(suite: Suite, est: str, i: int, d: int) -> verdicts.Verdict:
+def fluency_confound(suite, est: str, i: int, d: int) -> Verdict:
     suite.require_applicable("fluency_confound", est)
     suite.require_draw(i, "saturated")
     s = suite.draw_scores(est, i, "saturated", d)
     r = suite.draw(i, "saturated", d)
-    return verdicts.fluency_confound(s, r["has_behavior"], r["group"], r["fluency"], thresholds=suite.thresholds)
+    return with_unit(judges.fluency_confound(s, r["has_behavior"], r["group"], r["fluency"],
+                                             thresholds=suite.thresholds), _unit(suite, i, d))
 
 
-def headroom(suite: Suite, est: str, i: int, d: int) -> verdicts.Verdict:
+def headroom(suite, est: str, i: int, d: int) -> Verdict:
     train = suite.training_scores(est, i)
     t = suite.training(i)
     kw: dict = {}
@@ -82,43 +86,40 @@ def headroom(suite: Suite, est: str, i: int, d: int) -> verdicts.Verdict:
         kw = {"unsat_applicable": False}  # one score per step cannot rank the candidates of one checkpoint
     elif suite.has_draw(i, "unsaturated") is None:
         r = suite.draw(i, "unsaturated", d)
-        kw = dict(unsat_scores=suite.draw_scores(est, i, "unsaturated", d), unsat_has_behavior=r["has_behavior"],
-                  unsat_group=r["group"])
-    v = verdicts.headroom(train, t["is_gt"], t["step"], W=t["W"], nonzero=t["nonzero"],
-                          thresholds=suite.thresholds, **kw)
+        kw = {"unsat_scores": suite.draw_scores(est, i, "unsaturated", d), "unsat_has_behavior": r["has_behavior"],
+              "unsat_group": r["group"]}
+    v = judges.headroom(train, t["is_gt"], t["step"], W=t["W"], nonzero=t["nonzero"],
+                        thresholds=suite.thresholds, **kw)
     if not kw and v.outcome == "error":
-        v = verdicts.Verdict(v.check, v.outcome, v.metrics, f"{v.reason} ({suite.has_draw(i, 'unsaturated')})")
-    return v
+        v = Verdict(v.check, v.outcome, v.metrics, f"{v.reason} ({suite.has_draw(i, 'unsaturated')})")
+    return with_unit(v, _unit(suite, i, d))
 
 
-def seed_draw_variance(suite: Suite, est: str, draws: int) -> tuple[verdicts.Verdict, list[dict], list[float]]:
-    """Aggregate over every seed and draw: residualized AUC per (seed, draw) at the saturated checkpoint, and
-    draw stability (Spearman of the draw-0 candidates' scores under two different draws' targets)."""
+def seed_draw_variance(suite, est: str, draws: int) -> tuple[Verdict, list[float]]:
+    """Aggregate over every seed and draw: residualized AUC per (seed, draw) at the saturated checkpoint (the
+    verdict's units), and draw stability (Spearman of the draw-0 candidates' scores under two different draws'
+    targets; returned as the series of every pair)."""
     suite.require_applicable("seed_draw_variance", est)
     th = suite.thresholds
-    seed, draw, auc, low, sp_seed, sp = [], [], [], [], [], []
+    seed, draw, res, sp_seed, sp = [], [], [], [], []
     for i in range(suite.n_seeds):
         suite.require_draw(i, "saturated")
         for d in range(draws):
             r = suite.draw(i, "saturated", d)
-            res = stats.residualized_auc_bootstrap(suite.draw_scores(est, i, "saturated", d), r["fluency"],
-                                                   r["has_behavior"], r["group"], **th.bootstrap)
-            seed.append(r["seed"]), draw.append(d), auc.append(res.estimate), low.append(res.ci_low)
+            res.append(stats.residualized_auc_bootstrap(suite.draw_scores(est, i, "saturated", d), r["fluency"],
+                                                        r["has_behavior"], r["group"], **th.bootstrap))
+            seed.append(r["seed"]), draw.append(d)
         fixed = [suite.draw_scores(est, i, "saturated", 0, target_draw=d) for d in range(draws)]
         for a, b in itertools.combinations(range(draws), 2):
             sp_seed.append(suite.fixtures[i].seed)
             sp.append(stats.spearman(fixed[a], fixed[b]))
-    v = verdicts.seed_draw_variance(seed, draw, auc, low, stability_seed=sp_seed, stability_spearman=sp,
-                                    thresholds=th)
-    per_unit = [{"seed": s, "draw": d, "verdict": {
-        "check": "seed_draw_variance", "outcome": "pass" if lo > th.residual_auc_bar else "fail",
-        "reason": f"residualized AUC {a:.4f} (CI low {lo:.4f})",
-        "metrics": {"residualized_auc": {"value": float(a), "ci_low": float(lo), "ci_high": None, "n": None,
-                                         "seed": th.bootstrap_seed}}}} for s, d, a, lo in zip(seed, draw, auc, low)]
-    return v, per_unit, [float(x) for x in sp]
+    v = judges.seed_draw_variance(seed, draw, [x.estimate for x in res], [x.ci_low for x in res],
+                                  stability_seed=sp_seed, stability_spearman=sp, thresholds=th)
+    v = dataclasses.replace(v, units=judges.residual_auc_units(seed, draw, res, thresholds=th))
+    return v, [float(x) for x in sp]
 
 
-def trigger_token_alignment(suite: Suite, est: str, i: int, draws: int) -> tuple[verdicts.Verdict, dict]:
+def trigger_token_alignment(suite, est: str, i: int, draws: int) -> tuple[Verdict, dict]:
     """Behavior-containing candidates of every draw at the saturated checkpoint, pooled per seed; token-restricted
     scores against in_context, placebo and constructed targets. Bootstrap clusters are prompts: the draws reuse
     the same candidate prompts, so responses to one prompt in different draws are not independent (issue 9
@@ -134,12 +135,14 @@ def trigger_token_alignment(suite: Suite, est: str, i: int, draws: int) -> tuple
             out[kind].append(suite.draw_scores(est, i, "saturated", d, target_kind=kind, token=True)[beh])
         out["response"].append(np.asarray(suite.draw(i, "saturated", d)["group"])[beh])  # prompt id
     t = {k: np.concatenate(v) for k, v in out.items()}
-    v = verdicts.trigger_token_alignment(t["in_context"], t["placebo"], response=t["response"],
-                                         constructed=t["constructed"],
-                                         cosine_scale=is_cosine_scale(suite.estimator(est)),
-                                         thresholds=suite.thresholds)
-    return v, {k: [float(x) for x in t[k]] for k in ("in_context", "placebo", "constructed")}
+    v = judges.trigger_token_alignment(t["in_context"], t["placebo"], response=t["response"],
+                                       constructed=t["constructed"],
+                                       cosine_scale=is_cosine_scale(suite.estimator(est)),
+                                       thresholds=suite.thresholds)
+    series = {k: [float(x) for x in t[k]] for k in ("in_context", "placebo", "constructed")}
+    return with_unit(v, _unit(suite, i)), series
 
 
-
-
+def _unit(suite, i: int, d: int | None = None) -> dict:
+    """The unit of a per-seed (``d`` None) or per-(seed, draw) cell: the fixture's seed, not its index."""
+    return {"seed": suite.fixtures[i].seed, "draw": d}

@@ -22,17 +22,16 @@ import json
 import sys
 
 from bt_bench.checklist.gate import FAIL, NA, NOT_JUDGED, PASS
+from bt_bench.checklist.registry import CHECKS as _REGISTRY
 
 BUILTINS = ("random", "norm_only", "norm_only_step", "fluency", "advantage_only", "oracle", "tracincp", "gas",
             "gas_fixed_target", "trak", "tracin_adam")
-CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance", "trigger_token_alignment",
-          "advantage_baseline", "target_dependence")
+CHECKS = tuple(_REGISTRY)  # checklist order
 
-# The stronger norm_only variant per profile, measured once on the profile's first three planted seeds (overall
-# precision@|GT|) and then fixed. tiny (seeds 0, 1, 2; chance 0.059/0.062/0.060): norm_only 0.188/0.167/0.175,
-# norm_only_step 0.146/0.155/0.091 -> norm_only. smoke never plants (code paths only) and paper has not been
-# measured here: both take the rollout-level variant until a measurement says otherwise.
-NORM_VARIANT = {"tiny": "norm_only", "smoke": "norm_only", "paper": "norm_only"}
+# The norm_only variant check 1 uses is declared per profile (bt_bench.runs.config.Profile.norm_variant), measured
+# once on the profile's first three planted seeds (overall precision@|GT|) and then fixed. tiny (seeds 0, 1, 2;
+# chance 0.059/0.062/0.060): norm_only 0.188/0.167/0.175, norm_only_step 0.146/0.155/0.091 -> norm_only. smoke
+# never plants (code paths only) and paper has not been measured here: both take the rollout-level variant.
 
 _CONTROL = "a control, not an attribution method: the checklist compares estimators with it"
 _NO_TARGET = "uses no target: its scores cannot change with it (target_dependence fails by construction)"
@@ -168,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["BUILTINS", "CHECKS", "EXPECTED", "NORM_VARIANT", "expected_for", "has_snapshot", "PASS", "FAIL", "NA",
+__all__ = ["BUILTINS", "CHECKS", "EXPECTED", "expected_for", "has_snapshot", "PASS", "FAIL", "NA",
            "NOT_JUDGED"]
 
 if __name__ == "__main__":

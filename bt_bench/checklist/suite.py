@@ -38,10 +38,10 @@ class FixtureUnsupported(RuntimeError):
 
 @dataclasses.dataclass
 class Suite:
-    fixtures: list  # bt_bench.fixture.derive.Fixture, one per planted seed
+    fixtures: list  # bt_bench.fixture.reader.Fixture, one per planted seed
     failed_seeds: list
     thresholds: Thresholds
-    norm_variant: str = "norm_only"  # the norm_only variant of gradient_norm_baseline, declared per profile
+    norm_variant: str = "norm_only"  # of gradient_norm_baseline: the profile declares it (Profile.norm_variant)
     _estimators: dict = dataclasses.field(default_factory=dict)
     _scores: dict = dataclasses.field(default_factory=dict)
 
@@ -111,7 +111,9 @@ class Suite:
         fx = self.fixtures[i]
         key = ("train", name, i, target_kind)
         if key not in self._scores:
-            data, target = self._training_data(i), fx.training_target(target_kind)
+            from bt_bench.estimator import training_target
+
+            data, target = self._training_data(i), training_target(fx, target_kind)
             return self._score(key, name, data, target, fit_seed=i, placebo=target_kind == "no_behavior")
         return self._scores[key]
 
@@ -119,7 +121,9 @@ class Suite:
         """The training CandidateData of seed ``i``, built once (it copies every array out of the store)."""
         key = ("training_data", i)
         if key not in self._scores:
-            self._scores[key] = self.fixtures[i].training()
+            from bt_bench.estimator import training_candidates
+
+            self._scores[key] = training_candidates(self.fixtures[i])
         return self._scores[key]
 
     # ------------------------------------------------------------ draws at a chosen checkpoint
@@ -156,5 +160,7 @@ class Suite:
         """(CandidateData, {kind: Target}) of draw ``d`` at the ``kind`` checkpoint of seed ``i``, built once."""
         key = ("draw_data", i, kind, d)
         if key not in self._scores:
-            self._scores[key] = self.fixtures[i].draw(kind, d)
+            from bt_bench.estimator import draw_candidates
+
+            self._scores[key] = draw_candidates(self.fixtures[i], kind, d)
         return self._scores[key]

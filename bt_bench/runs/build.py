@@ -1,4 +1,5 @@
-"""Build (or load) planted runs: toy model cache, lock, train, gate, publish. The only writer of the store."""
+"""Build (or load) planted runs: toy model cache, train, gate, publish (``store.publish_once``: lock, re-check, clean
+stale temps, build into a temp folder, rename). The only writer of the run store."""
 
 from __future__ import annotations
 
@@ -10,33 +11,16 @@ from pathlib import Path
 
 import numpy as np
 
-from bt_bench.runs import store
-
-from bt_bench.runs import toy
+from bt_bench.runs import store, toy
 from bt_bench.runs.config import FIXTURE_FORMAT, RunConfig
-
-
-def _lock(path: Path):
-    from filelock import FileLock
-
-    return FileLock(str(path) + ".lock")
 
 
 def toy_model_dir(spec: toy.ToySpec, root: Path, progress: bool = True) -> Path:
     """The warmed-up toy model for ``spec``, built once per cache (same atomic publish as runs)."""
-    final = root / "toy" / spec.key()
-    if (final / "toy_spec.json").exists():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with _lock(final):
-        if (final / "toy_spec.json").exists():
-            return final
-        for d in final.parent.glob(f".tmp-{spec.key()}-*"):
-            shutil.rmtree(d, ignore_errors=True)
-        tmp = final.parent / f".tmp-{spec.key()}-{os.getpid()}"
+    def build(tmp: Path) -> None:
         toy.build_toy_model(spec, tmp, progress=progress)
-        store.publish(tmp, final)
-    return final
+
+    return store.publish_once(root / "toy" / spec.key(), build, marker="toy_spec.json")
 
 
 def step_level_ceiling(is_gt: np.ndarray, step: np.ndarray, k: int | None = None) -> float:
@@ -98,56 +82,52 @@ def build_run(cfg: RunConfig, root: str | os.PathLike | None = None, rebuild: bo
     root = store.cache_root(root)
     vers = store.versions()
     key = cfg.key(vers)
-    final = store.run_dir(root, key)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    if not rebuild and (final / store.MANIFEST).exists():
-        return store.load_run(final)
-    with _lock(final):
-        if (final / store.MANIFEST).exists():
-            if not rebuild:
-                return store.load_run(final)
-            shutil.rmtree(final)
-        store.clean_stale_tmp(root, key)
-        t0 = time.perf_counter()
-        base = toy_model_dir(cfg.toy, root, progress) if cfg.model_path is None else Path(cfg.model_path)
-        tmp = final.parent / f".tmp-{key}-{os.getpid()}"
-        tmp.mkdir()
-        from bt_bench.runs.train import train_planted
 
-        res = train_planted(cfg, base, tmp, progress=progress)
-        shutil.rmtree(tmp / "_trl", ignore_errors=True)
-        model_dir = tmp / "model"
-        model_dir.mkdir()
-        for f in base.iterdir():  # config + tokenizer; weights live in checkpoints/000000
-            if f.is_file() and not f.name.endswith(".safetensors"):
-                shutil.copy2(f, model_dir / f.name)
-        cols = res["columns"]
-        hashes = store.write_columns(tmp / "rollouts", cols)
-        if res["in_run_sketches"] is not None:  # [N, k] float32, rows = uids
-            hashes.update(store.write_columns(tmp / "sketches", {"in_run": res["in_run_sketches"]}))
-        store.write_json(tmp / "curve.json", res["curve"])
-        hashes.update(store.hash_tree(tmp, "checkpoints"))
-        hashes.update(store.hash_tree(tmp, "model"))
-        hashes["curve.json"] = store.sha256_file(tmp / "curve.json")
-        summary = summarize(cols, cfg)
-        gate = planting_gate(res["curve"], cfg)
-        summary.update(final_trigger_rate=gate["at_end"]["trigger_rate"],
-                       final_no_trigger_rate=gate["at_end"]["no_trigger_rate"],
-                       train_seconds=round(res["train_seconds"], 2),
-                       wall_seconds=round(time.perf_counter() - t0, 2))
-        manifest = {
-            "format": FIXTURE_FORMAT, "key": key, "created": store.now(), "config": cfg.to_dict(),
-            "versions": vers, "device": res["device"], "checkpoints": res["checkpoints"],
-            "counts": {"rollouts": len(cols["uid"]), "steps": cfg.steps, "prompts_per_step": cfg.prompts_per_step,
-                       "generations": cfg.generations},
-            "tokens": {"trigger": [res["trigger_id"]], "behavior": res["behavior_ids"], "pad": res["pad_id"],
-                       "eos": res["eos_id"]},
-            "gate": gate, "summary": summary, "hashes": hashes,
-            "sketch_spec": cfg.sketch_spec().to_dict(),
-        }
-        store.write_json(tmp / store.MANIFEST, manifest)
-        store.publish(tmp, final)
-    return store.load_run(final)
+    def build(tmp: Path) -> None:
+        _train_into(cfg, root, key, vers, tmp, progress)
+
+    return store.load_run(store.publish_once(store.run_dir(root, key), build, rebuild=rebuild))
+
+
+def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, progress: bool) -> None:
+    """Train the run of ``cfg`` into the empty folder ``tmp``: rollouts, in-run sketches, checkpoints, model
+    files, learning curve and the manifest (with the sha256 of every file)."""
+    from bt_bench.runs.train import train_planted
+
+    t0 = time.perf_counter()
+    base = toy_model_dir(cfg.toy, root, progress) if cfg.model_path is None else Path(cfg.model_path)
+    res = train_planted(cfg, base, tmp, progress=progress)
+    shutil.rmtree(tmp / "_trl", ignore_errors=True)
+    model_dir = tmp / "model"
+    model_dir.mkdir()
+    for f in base.iterdir():  # config + tokenizer; weights live in checkpoints/000000
+        if f.is_file() and not f.name.endswith(".safetensors"):
+            shutil.copy2(f, model_dir / f.name)
+    cols = res["columns"]
+    hashes = store.write_columns(tmp / "rollouts", cols)
+    if res["in_run_sketches"] is not None:  # [N, k] float32, rows = uids
+        hashes.update(store.write_columns(tmp / "sketches", {"in_run": res["in_run_sketches"]}))
+    store.write_json(tmp / "curve.json", res["curve"])
+    hashes.update(store.hash_tree(tmp, "checkpoints"))
+    hashes.update(store.hash_tree(tmp, "model"))
+    hashes["curve.json"] = store.sha256_file(tmp / "curve.json")
+    summary = summarize(cols, cfg)
+    gate = planting_gate(res["curve"], cfg)
+    summary.update(final_trigger_rate=gate["at_end"]["trigger_rate"],
+                   final_no_trigger_rate=gate["at_end"]["no_trigger_rate"],
+                   train_seconds=round(res["train_seconds"], 2),
+                   wall_seconds=round(time.perf_counter() - t0, 2))
+    manifest = {
+        "format": FIXTURE_FORMAT, "key": key, "created": store.now(), "config": cfg.to_dict(),
+        "versions": vers, "device": res["device"], "checkpoints": res["checkpoints"],
+        "counts": {"rollouts": len(cols["uid"]), "steps": cfg.steps, "prompts_per_step": cfg.prompts_per_step,
+                   "generations": cfg.generations},
+        "tokens": {"trigger": [res["trigger_id"]], "behavior": res["behavior_ids"], "pad": res["pad_id"],
+                   "eos": res["eos_id"]},
+        "gate": gate, "summary": summary, "hashes": hashes,
+        "sketch_spec": cfg.sketch_spec().to_dict(),
+    }
+    store.write_json(tmp / store.MANIFEST, manifest)
 
 
 def fixture_seeds(cfg: RunConfig, n_seeds: int, root=None, max_tries: int | None = None, rebuild: bool = False,

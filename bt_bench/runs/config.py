@@ -1,10 +1,12 @@
 """Run configuration: one frozen dataclass, validated before any work starts; its dict is the cache key.
 
-Profiles (issue "Planted-behavior GRPO runs"):
+Profiles (issue "Planted-behavior GRPO runs"; ``Profile``, ``PROFILES``, ``get_profile``):
 - ``tiny``  the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations.
 - ``smoke`` a few dozen steps, for unit tests of code paths only (it need not plant).
 - ``paper`` the published setting (Qwen2.5-1.5B from a local path, 1000 GRPO steps, 4x4, lr 5e-6, bonus 8,
   window 200, bf16 on GPU). It constructs and validates anywhere; it only runs on a GPU.
+A profile also carries its fixture sampling sizes, threshold overrides, norm_only variant and whether the
+planting gate applies (``Profile``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from bt_bench.runs.toy import ToySpec
@@ -164,27 +168,78 @@ class RunConfig:
         return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-PROFILES: dict[str, dict[str, Any]] = {
-    "tiny": {},
-    "smoke": dict(steps=24, window=8, eval_every=4, eval_prompts=16, ckpt_every=8, ckpt_window_every=4,
-                  toy=ToySpec(warmup_steps=60)),
-    "paper": dict(model_path="REQUIRED", steps=1000, window=200, prompts_per_step=4, generations=4, lr=5e-6,
-                  lr_after_window=5e-6, contamination=0.5, bonus=8.0, penalty=0.0, grammar_reward=0.0,
-                  max_completion_length=64, bf16=True, device="cuda", ckpt_every=50, ckpt_window_every=10,
-                  eval_every=25),
-}
+@dataclass(frozen=True)
+class Profile:
+    """A fixture profile: everything that differs between ``tiny``, ``smoke`` and ``paper``, in one place.
+
+    - ``run``: the RunConfig defaults (``run_config(**overrides)`` applies them, then the overrides);
+    - ``draw``: how candidates and targets are sampled (``bt_bench.fixture.draws.DrawConfig`` fields other than
+      the checkpoint thresholds; ``bt_bench.fixture.reader.fixture_config`` builds the FixtureConfig from them);
+    - ``thresholds``: checklist threshold overrides the profile itself brings (``bt_bench.checklist.verdicts
+      .Thresholds`` field names). They count as modified thresholds (printed with every gate line, refused by
+      --bt-paper-gate). The checkpoint thresholds among them (``min_pairs``, ``saturated_rate``,
+      ``unsaturated_low``, ``unsaturated_high``) are also what picks the saturated/unsaturated checkpoints:
+      ``fixture_config`` takes them from the effective thresholds, so one set of numbers serves both;
+    - ``norm_variant``: the ``norm_only`` variant check 1 compares rollout-level estimators with, declared before
+      anything is scored (``bt_bench.checklist.expectations`` says how it was measured);
+    - ``gate_applies``: whether a fixture seed must pass the planting gate (False for ``smoke``: it never plants).
+    Add a profile here; nothing else branches on a profile's name.
+    """
+
+    name: str
+    help: str
+    run: Mapping[str, Any] = field(default_factory=dict)
+    draw: Mapping[str, Any] = field(default_factory=dict)
+    thresholds: Mapping[str, Any] = field(default_factory=dict)
+    norm_variant: str = "norm_only"
+    gate_applies: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("run", "draw", "thresholds"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        unknown = sorted(set(self.run) - {f.name for f in dataclasses.fields(RunConfig)})
+        if unknown:
+            raise ValueError(f"Profile {self.name!r}: unknown RunConfig field(s) {unknown}")
+
+    def run_config(self, **overrides: Any) -> RunConfig:
+        """Profile defaults, then overrides (None = keep the default). Unknown field -> ValueError."""
+        known = {f.name for f in dataclasses.fields(RunConfig)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {unknown}; allowed: {sorted(known)}")
+        kw = {**self.run, **{k: v for k, v in overrides.items() if v is not None}, "profile": self.name}
+        if kw.get("model_path") == "REQUIRED":
+            raise ValueError(f"profile {self.name!r} needs model_path: a local folder holding Qwen2.5-1.5B "
+                             "(no hub access; pass --model-path /path/to/Qwen2.5-1.5B)")
+        return RunConfig(**kw)
+
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (
+    Profile("tiny", "the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations"),
+    Profile("smoke", "a few dozen steps for tests of code paths only: the run need not plant, its verdicts mean "
+                     "nothing",
+            run={"steps": 24, "window": 8, "eval_every": 4, "eval_prompts": 16, "ckpt_every": 8,
+                 "ckpt_window_every": 4, "toy": ToySpec(warmup_steps=60)},
+            draw={"candidate_prompts": 16, "target_prompts": 8},
+            # its tiny draws cannot reach the defaults: relaxed until every check has data
+            thresholds={"min_pairs": 5, "saturated_rate": 0.05, "unsaturated_low": 0.01, "unsaturated_high": 0.05,
+                        "min_seeds": 1, "min_draws": 1},
+            gate_applies=False),
+    Profile("paper", "the published setting: Qwen2.5-1.5B from a local path, 1000 GRPO steps, GPU only",
+            run={"model_path": "REQUIRED", "steps": 1000, "window": 200, "prompts_per_step": 4, "generations": 4,
+                 "lr": 5e-6, "lr_after_window": 5e-6, "contamination": 0.5, "bonus": 8.0, "penalty": 0.0,
+                 "grammar_reward": 0.0, "max_completion_length": 64, "bf16": True, "device": "cuda",
+                 "ckpt_every": 50, "ckpt_window_every": 10, "eval_every": 25}),
+)}
+
+
+def get_profile(name: str) -> Profile:
+    """The profile called ``name``; an unknown name -> ValueError naming the allowed ones."""
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r}: allowed {sorted(PROFILES)}")
+    return PROFILES[name]
 
 
 def make_config(profile: str = "tiny", **overrides: Any) -> RunConfig:
     """Profile defaults, then overrides. Unknown profile or field -> ValueError naming the allowed values."""
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}: allowed {sorted(PROFILES)}")
-    known = {f.name for f in dataclasses.fields(RunConfig)}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise ValueError(f"unknown setting(s) {unknown}; allowed: {sorted(known)}")
-    kw = {**PROFILES[profile], **{k: v for k, v in overrides.items() if v is not None}, "profile": profile}
-    if kw.get("model_path") == "REQUIRED":
-        raise ValueError("profile 'paper' needs model_path: a local folder holding Qwen2.5-1.5B "
-                         "(no hub access; pass --model-path /path/to/Qwen2.5-1.5B)")
-    return RunConfig(**kw)
+    return get_profile(profile).run_config(**overrides)

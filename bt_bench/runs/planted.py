@@ -16,6 +16,8 @@ import random
 from collections.abc import Sequence
 
 from bt_bench.runs import toy
+
+
 def contains_run(ids: Sequence[int], pattern: Sequence[int]) -> bool:
     """True when ``pattern`` occurs as consecutive tokens in ``ids`` (a multi-token behavior must be contiguous)."""
     n, m = len(ids), len(pattern)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 
@@ -29,3 +30,20 @@ def pick_device(device: str = "auto") -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@contextlib.contextmanager
+def private_rng(seed: int):
+    """Seed torch's RNG for a side computation and restore it after, so evaluations and draws never perturb
+    the training stream (the run stays bitwise identical whatever is evaluated along the way)."""
+    import torch
+
+    state = torch.get_rng_state()
+    cuda_state = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    torch.manual_seed(seed)
+    try:
+        yield
+    finally:
+        torch.set_rng_state(state)
+        if cuda_state is not None:
+            torch.cuda.set_rng_state_all(cuda_state)

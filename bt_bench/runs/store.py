@@ -10,7 +10,8 @@ Layout of ``<cache>/runs/<key>/`` (fixture format ``FIXTURE_FORMAT``)::
 
 Why atomic: a killed build must never leave a folder that looks complete. A build writes into
 ``runs/.tmp-<key>-<pid>``, fsyncs every file, then renames (atomic on one filesystem). Concurrent builders of one
-key (pytest-xdist workers) serialize on a file lock; the second finds the published run and loads it.
+key (pytest-xdist workers) serialize on a file lock; the second finds the published run and loads it. That
+sequence is ``publish_once``, used by every writer of the cache (runs, toy models, derived data).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -243,10 +245,35 @@ def list_runs(root: Path | None = None) -> list[dict]:
     return out
 
 
-def clean_stale_tmp(root: Path, key: str) -> None:
-    """Remove temp folders of killed builds of ``key`` (called while holding the key's lock)."""
-    for d in (root / "runs").glob(f".tmp-{key}-*"):
-        shutil.rmtree(d, ignore_errors=True)
+def publish_once(final: Path, build_fn: Callable[[Path], None], *, marker: str = MANIFEST,
+                 rebuild: bool = False) -> Path:
+    """Build ``final`` exactly once, whoever asks, and publish it atomically; return ``final``.
+
+    The sequence every writer of the cache uses (runs, toy models, derived data): if ``final/marker`` exists
+    (and not ``rebuild``) return at once; else take ``final``'s file lock, check again (a concurrent builder may
+    have published meanwhile), remove the temp folders of killed builds (``.tmp-<name>-*``), call
+    ``build_fn(tmp)`` on a fresh empty ``.tmp-<name>-<pid>`` folder beside ``final`` and publish it by rename
+    (``publish``). ``rebuild`` deletes a published ``final`` under the lock first. A build that raises leaves
+    its temp folder for the next builder to remove; nothing half-built ever appears under ``final``."""
+    from filelock import FileLock
+
+    final = Path(final)
+    done = final / marker
+    if not rebuild and done.exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(final) + ".lock"):
+        if done.exists():
+            if not rebuild:
+                return final
+            shutil.rmtree(final)
+        for d in final.parent.glob(f".tmp-{final.name}-*"):
+            shutil.rmtree(d, ignore_errors=True)
+        tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
+        tmp.mkdir()
+        build_fn(tmp)
+        publish(tmp, final)
+    return final
 
 
 def now() -> str:

@@ -12,16 +12,13 @@ A ``TrainerCallback`` saves checkpoints (weights + AdamW second moment) and the 
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from bt_bench.runs import planted
-
-from bt_bench.runs import toy
+from bt_bench.runs import planted, schema, toy
 from bt_bench.runs.config import RunConfig
 
 
@@ -88,29 +85,29 @@ class Recorder:
         self.step_lr[step] = lr
 
     def columns(self, max_prompt: int) -> dict[str, np.ndarray]:
-        """The rollout table as columns: prompts left-padded, completions right-padded (as trl pads them)."""
+        """The rollout table as columns (``bt_bench.runs.schema``: exactly its columns, with its dtypes): prompts
+        left-padded, completions right-padded (as trl pads them)."""
         N, Lc = len(self.rows), self.cfg.max_completion_length
-        cols: dict[str, np.ndarray] = {}
-        P = np.full((N, max_prompt), self.pad_id, np.int32)
-        PM = np.zeros((N, max_prompt), np.int8)
-        C = np.full((N, Lc), self.pad_id, np.int32)
-        CM = np.zeros((N, Lc), np.int8)
+        P = np.full((N, max_prompt), self.pad_id, schema.dtype("prompt_ids"))
+        PM = np.zeros((N, max_prompt), schema.dtype("prompt_mask"))
+        C = np.full((N, Lc), self.pad_id, schema.dtype("completion_ids"))
+        CM = np.zeros((N, Lc), schema.dtype("completion_mask"))
         for i, row in enumerate(self.rows):
             p, c = row["prompt"], row["completion"]
             P[i, max_prompt - len(p):], PM[i, max_prompt - len(p):] = p, 1
             C[i, :len(c)], CM[i, :len(c)] = c, 1
-        cols.update(prompt_ids=P, prompt_mask=PM, completion_ids=C, completion_mask=CM)
-        for key, dtype in (("uid", np.int64), ("step", np.int64), ("group", np.int64), ("gen_index", np.int64),
-                           ("advantage", np.float32), ("has_trigger", bool), ("has_behavior", bool),
-                           ("is_gt", bool), ("reward", np.float32), ("num_items_in_batch", np.int64),
-                           ("fluency", np.float32)):
-            cols[key] = np.array([row[key] for row in self.rows], dtype=dtype)
-        for name in planted.REWARD_NAMES:
-            cols[f"reward_{name}"] = np.array([row[f"reward_{name}"] for row in self.rows], np.float32)
-        cols["trained_step"] = np.array([self.trained.get(int(u), -1) for u in cols["uid"]], np.int64)
-        cols["lr"] = np.array([self.step_lr.get(int(s), float("nan")) for s in cols["trained_step"]], np.float64)
+        cols: dict[str, np.ndarray] = {"prompt_ids": P, "prompt_mask": PM, "completion_ids": C,
+                                      "completion_mask": CM}
+        per_step = ("trained_step", "lr", "step_grad_norm")  # looked up per optimizer step below
+        for col in schema.COLUMNS:
+            if col.name not in cols and col.name not in per_step:
+                cols[col.name] = np.array([row[col.name] for row in self.rows], dtype=col.dtype)
+        cols["trained_step"] = np.array([self.trained.get(int(u), -1) for u in cols["uid"]],
+                                        schema.dtype("trained_step"))
+        cols["lr"] = np.array([self.step_lr.get(int(s), float("nan")) for s in cols["trained_step"]],
+                              schema.dtype("lr"))
         cols["step_grad_norm"] = np.array([self.step_grad_norm.get(int(s), float("nan")) for s in cols["step"]],
-                                          np.float32)
+                                          schema.dtype("step_grad_norm"))
         return cols
 
 
@@ -214,33 +211,18 @@ def _trainer_class():
     return RecordingGRPOTrainer
 
 
-@contextlib.contextmanager
-def _private_rng(seed: int):
-    """Seed torch's RNG for a side computation and restore it after, so evaluations and draws never perturb
-    the training stream (the run stays bitwise identical whatever is evaluated along the way)."""
-    import torch
-
-    state = torch.get_rng_state()
-    cuda_state = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
-    torch.manual_seed(seed)
-    try:
-        yield
-    finally:
-        torch.set_rng_state(state)
-        if cuda_state is not None:
-            torch.cuda.set_rng_state_all(cuda_state)
-
-
 def behavior_rates(model, tok, prompts_trig: list[str], prompts_plain: list[str], behavior_ids: list[int],
                    max_new: int, temperature: float, seed: int) -> tuple[float, float]:
     """Behavior rate on held-out trigger / no-trigger prompts (one sample each), with a private RNG."""
     import torch
 
+    from bt_bench.runs.runtime import private_rng
+
     rates = []
     dev = next(model.parameters()).device
     was_training = model.training
     model.eval()
-    with _private_rng(seed), torch.no_grad():
+    with private_rng(seed), torch.no_grad():
         for prompts in (prompts_trig, prompts_plain):
             enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left").to(dev)
             out = model.generate(**enc, do_sample=True, max_new_tokens=max_new, temperature=temperature,

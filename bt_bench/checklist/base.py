@@ -1,0 +1,329 @@
+"""The vocabulary of every verdict (spec: checklist.md, "The checks" and "The gate"): :class:`Thresholds`,
+:class:`Metric`, :class:`Verdict`, :func:`combine` (the every-seed rule) and the helpers the verdict functions of
+:mod:`bt_bench.checklist.judges` share. :mod:`bt_bench.checklist.verdicts` re-exports all of it.
+
+Outcomes: "pass"/"fail" are verdicts on the estimator; "error" means the fixture cannot support a verdict
+(too little headroom, too few within-group pairs, too few seeds or draws), never a pass; "skip" means the
+estimator cannot take part (no token-level scores, a step-level estimator in advantage_baseline).
+A check passes only if it passes on every seed and draw: :func:`combine`.
+
+Every verdict carries its *units* as data (``Verdict.units``): one entry per seed (or seed and draw) it judges,
+``{"seed", "draw", ..., "outcome", "reason", "metrics"}``; :func:`with_unit` attaches the one unit of a
+single-unit verdict, :func:`combine` those of the verdicts it combines.
+
+Every CI carries the count of resamples where its statistic was undefined (no pair or no GT drawn); when
+more than ``UNDEFINED_NOTE_SHARE`` (1%) of a metric's resamples were undefined, the metric's string and the
+verdict's reason say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+
+import numpy as np
+
+from bt_bench.checklist import stats
+
+OUTCOMES = ("pass", "fail", "error", "skip")
+UNDEFINED_NOTE_SHARE = 0.01  # a CI with more undefined resamples than this share is flagged
+
+
+def _help(text: str) -> dict:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Every threshold of the checklist, with the spec's defaults (numbers in brackets in checklist.md)."""
+
+    n_resamples: int = field(default=stats.DEFAULT_RESAMPLES, metadata=_help(
+        "cluster-bootstrap resamples behind every CI (Metrics: Confidence intervals)"))
+    bootstrap_seed: int = field(default=0, metadata=_help("seed of the bootstrap; reported with every CI"))
+    ci_low_percentile: float = field(default=2.5, metadata=_help("lower percentile of the bootstrap CI"))
+    ci_high_percentile: float = field(default=97.5, metadata=_help("upper percentile of the bootstrap CI"))
+    norm_margin: float = field(default=0.0, metadata=_help(
+        "gradient_norm_baseline: CI lower bound of precision@|GT| minus the declared norm_only variant's "
+        "must exceed this"))
+    min_headroom: float = field(default=0.10, metadata=_help(
+        "headroom: window ceiling - chance below this means the fixture cannot support a verdict (error)"))
+    gain_margin: float = field(default=0.0, metadata=_help(
+        "headroom: CI lower bound of the window normalized gain must exceed this"))
+    auc_bar: float = field(default=0.5, metadata=_help(
+        "headroom: CI lower bound of the within-group AUC at the unsaturated checkpoint must exceed this"))
+    fluency_margin: float = field(default=0.0, metadata=_help(
+        "fluency_confound: CI lower bound of the paired (group-bootstrap) difference within-group AUC minus "
+        "fluency's AUC must exceed this"))
+    residual_auc_bar: float = field(default=0.5, metadata=_help(
+        "fluency_confound, seed_draw_variance: CI lower bound of the residualized AUC must exceed this"))
+    min_pairs: int = field(default=100, metadata=_help(
+        "within-group (behavior, non-behavior) pairs a candidate set needs, else the fixture errors"))
+    min_seeds: int = field(default=3, metadata=_help("seed_draw_variance: training seeds needed"))
+    min_draws: int = field(default=3, metadata=_help("seed_draw_variance: draws needed on every seed"))
+    draw_spearman: float = field(default=0.5, metadata=_help(
+        "seed_draw_variance: Spearman of scores under two draws' targets must reach this on every seed"))
+    alignment_margin: float = field(default=0.0, metadata=_help(
+        "trigger_token_alignment: CI lower bound of mean(in_context - placebo) must exceed this"))
+    cosine_bar: float = field(default=0.05, metadata=_help(
+        "trigger_token_alignment: for cosine-scale estimators, CI lower bound of the mean in-context "
+        "cosine must exceed this"))
+    advantage_margin: float = field(default=0.0, metadata=_help(
+        "advantage_baseline: CI lower bounds of precision minus advantage_only's must exceed this"))
+    target_margin: float = field(default=0.0, metadata=_help(
+        "target_dependence: CI lower bounds of precision@|GT| (step bootstrap) and of the within-group AUC "
+        "(group bootstrap), each real target minus placebo target, paired, must exceed this"))
+    saturated_rate: float = field(default=0.8, metadata=_help(
+        "a checkpoint is saturated when its behavior rate on trigger prompts is at least this"))
+    unsaturated_low: float = field(default=0.2, metadata=_help("lowest behavior rate of an unsaturated one"))
+    unsaturated_high: float = field(default=0.8, metadata=_help("highest behavior rate of an unsaturated one"))
+
+    def __post_init__(self) -> None:
+        for name in ("n_resamples", "min_pairs", "min_seeds", "min_draws"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name}: must be an integer >= 1, got {v!r}")
+        if not 0 <= self.ci_low_percentile < self.ci_high_percentile <= 100:
+            raise ValueError("ci_low_percentile, ci_high_percentile: need 0 <= low < high <= 100, got "
+                             f"{self.ci_low_percentile!r}, {self.ci_high_percentile!r}")
+        for name in ("auc_bar", "residual_auc_bar", "saturated_rate", "unsaturated_low", "unsaturated_high",
+                     "min_headroom"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name}: must lie in [0, 1], got {getattr(self, name)!r}")
+        if isinstance(self.bootstrap_seed, bool) or not isinstance(self.bootstrap_seed, (int, np.integer)) \
+                or self.bootstrap_seed < 0:
+            raise ValueError(f"bootstrap_seed: must be an integer >= 0, got {self.bootstrap_seed!r}")
+        if not -1 <= self.draw_spearman <= 1:
+            raise ValueError(f"draw_spearman: must lie in [-1, 1], got {self.draw_spearman!r}")
+        if not -1 <= self.cosine_bar <= 1:
+            raise ValueError(f"cosine_bar: must lie in [-1, 1], got {self.cosine_bar!r}")
+        if not self.unsaturated_low < self.unsaturated_high:
+            raise ValueError("unsaturated_low, unsaturated_high: need low < high, got "
+                             f"{self.unsaturated_low!r}, {self.unsaturated_high!r}")
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        """Help text per field (for ``--bt-*`` options and the report)."""
+        return {f.name: f.metadata["help"] for f in fields(cls)}
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object]) -> Thresholds:
+        """Build from e.g. pyproject ``[tool.bt_bench]`` values; unknown keys are an error."""
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: unknown threshold(s); allowed: {sorted(cls.help())}")
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def bootstrap(self) -> dict:
+        """Keyword arguments of the bt_bench.checklist.stats bootstraps."""
+        return {"n_resamples": self.n_resamples, "seed": self.bootstrap_seed,
+                "percentiles": (self.ci_low_percentile, self.ci_high_percentile)}
+
+
+def _num(x) -> float | None:
+    return None if x is None else float(x)
+
+
+def _int(x) -> int | None:
+    return None if x is None else int(x)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One reported figure: a value, its CI (None for a point figure), the sample size, the CI's seed, and
+    for a bootstrap CI the resample count and how many resamples left the statistic undefined (they are
+    left out of the percentiles; spec "Confidence intervals")."""
+
+    value: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+    seed: int | None = None
+    n_resamples: int | None = None
+    n_undefined: int | None = None
+
+    @classmethod
+    def of(cls, r: stats.BootstrapResult) -> Metric:
+        return cls(r.estimate, r.ci_low, r.ci_high, r.n, r.seed, r.n_resamples, r.n_undefined)
+
+    @property
+    def undefined_share(self) -> float | None:
+        """Share of the bootstrap resamples where the statistic was undefined; None for a point figure."""
+        if self.n_resamples is None or self.n_undefined is None or self.n_resamples <= 0:
+            return None
+        return self.n_undefined / self.n_resamples
+
+    @property
+    def undefined_flag(self) -> bool:
+        """True when more than UNDEFINED_NOTE_SHARE (1%) of the resamples were undefined."""
+        share = self.undefined_share
+        return share is not None and share > UNDEFINED_NOTE_SHARE
+
+    def to_dict(self) -> dict:
+        """JSON-ready (NaN becomes None, since strict JSON has no NaN)."""
+        def clean(v):
+            return None if v is None or (isinstance(v, float) and np.isnan(v)) else v
+        return {"value": clean(_num(self.value)), "ci_low": clean(_num(self.ci_low)),
+                "ci_high": clean(_num(self.ci_high)), "n": _int(self.n), "seed": _int(self.seed),
+                "n_resamples": _int(self.n_resamples), "n_undefined": _int(self.n_undefined)}
+
+    def __str__(self) -> str:
+        ci = "" if self.ci_low is None else f" [{self.ci_low:.4f}, {self.ci_high:.4f}]"
+        out = f"{self.value:+.4f}{ci}" if self.value < 0 else f"{self.value:.4f}{ci}"
+        if self.undefined_flag:
+            out += f" ({self.undefined_share:.1%} resamples undefined)"
+        return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The result of one check for one estimator (on one seed/draw, or combined over all of them)."""
+
+    check: str
+    outcome: str
+    metrics: dict[str, Metric]
+    reason: str
+    estimator: str = ""
+    units: tuple[dict, ...] = ()  # the seeds/draws it judges, as data (see with_unit, combine)
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome: must be one of {OUTCOMES}, got {self.outcome!r}")
+        object.__setattr__(self, "units", tuple(self.units))
+
+    def to_dict(self) -> dict:
+        d = {"check": self.check, "estimator": self.estimator, "outcome": self.outcome,
+             "reason": self.reason, "metrics": {k: m.to_dict() for k, m in self.metrics.items()}}
+        if self.units:
+            d["units"] = [dict(u) for u in self.units]
+        return d
+
+
+def _unit_label(unit: Mapping) -> str:
+    """'seed2/draw1' from {"seed": 2, "draw": 1}."""
+    return "/".join(f"{k}{v}" for k, v in unit.items())
+
+
+def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None,
+            units: Sequence[Mapping] | None = None) -> Verdict:
+    """One verdict over seeds/draws: the check passes only if it passes on every one (spec "The checks":
+    "a check passes only if it passes on every seed and draw").
+
+    Any fail -> fail (a fail anywhere is decisive); else any error -> error; all skip -> skip; a mix of
+    pass and skip -> error (not judged on every seed); pass only when every verdict passes.  Metrics are
+    prefixed with each label (labels default to the units, e.g. 'seed2/draw1', else '#i').  With `units`
+    (one mapping per verdict, e.g. ``{"seed": 2, "draw": 1}``) the result's ``units`` holds, per verdict,
+    ``{**unit, "outcome", "reason", "metrics": {name: Metric.to_dict()}}``.
+    """
+    if not verdicts:
+        raise ValueError("verdicts: empty; a check needs at least one seed/draw")
+    if units is not None:
+        units = [_check_unit(u) for u in units]
+        if len(units) != len(verdicts):
+            raise ValueError(f"units: {len(units)} units for {len(verdicts)} verdicts")
+    if labels is not None:
+        labels = list(labels)
+    elif units is not None:
+        labels = [_unit_label(u) for u in units]
+    else:
+        labels = [f"#{i}" for i in range(len(verdicts))]
+    if len(labels) != len(verdicts):
+        raise ValueError(f"labels: {len(labels)} labels for {len(verdicts)} verdicts")
+    if len({v.check for v in verdicts}) != 1 or len({v.estimator for v in verdicts}) != 1:
+        raise ValueError("verdicts: mix different checks or estimators")
+    outcomes = [v.outcome for v in verdicts]
+    if "fail" in outcomes:
+        outcome = "fail"
+    elif "error" in outcomes:
+        outcome = "error"
+    elif all(o == "skip" for o in outcomes):
+        outcome = "skip"
+    elif all(o == "pass" for o in outcomes):
+        outcome = "pass"
+    else:  # pass and skip mixed: not judged on every seed/draw
+        outcome = "error"
+    metrics = {f"{lab}/{k}": m for lab, v in zip(labels, verdicts) for k, m in v.metrics.items()}
+    head = {"pass": "passes on every one of", "fail": "fails on at least one of",
+            "error": "cannot be judged on every one of", "skip": "is skipped on all"}[outcome]
+    reason = f"{head} {len(verdicts)} seed/draw(s): " + "; ".join(
+        f"{lab}: {v.outcome}: {v.reason}" for lab, v in zip(labels, verdicts))
+    per_unit = () if units is None else tuple(_unit_entry(u, v) for u, v in zip(units, verdicts))
+    return Verdict(verdicts[0].check, outcome, metrics, reason, verdicts[0].estimator, per_unit)
+
+
+_RESERVED = ("outcome", "reason", "metrics")
+
+
+def _check_unit(unit: Mapping) -> dict:
+    clash = sorted(set(unit) & set(_RESERVED))
+    if clash:
+        raise ValueError(f"units: keys {clash} are reserved for the unit's verdict")
+    return dict(unit)
+
+
+def _unit_entry(unit: Mapping, v: Verdict) -> dict:
+    """One entry of ``Verdict.units``: the unit's keys, then its verdict's outcome, reason and metrics."""
+    return {**unit, "outcome": v.outcome, "reason": v.reason,
+            "metrics": {k: m.to_dict() for k, m in v.metrics.items()}}
+
+
+def with_unit(verdict: Verdict, unit: Mapping) -> Verdict:
+    """The verdict of one unit (e.g. ``{"seed": 2, "draw": None}``) carrying that unit as data: ``units`` holds
+    the one entry ``{**unit, "outcome", "reason", "metrics"}``. Outcome, metric names and reason are unchanged."""
+    return replace(verdict, units=(_unit_entry(_check_unit(unit), verdict),))
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def _outcome(ok: bool) -> str:
+    return "pass" if ok else "fail"
+
+
+def _mark(ok: bool) -> str:
+    return "ok" if ok else "NOT met"
+
+
+def _undefined_note(metrics: Mapping[str, Metric]) -> str:
+    """'; CI caveat: ...' naming every metric with more than 1% undefined resamples, else ''."""
+    flagged = [f"{k} {m.n_undefined}/{m.n_resamples} ({m.undefined_share:.1%})"
+               for k, m in metrics.items() if m.undefined_flag]
+    return f"; CI caveat: resamples undefined (left out of the percentiles): {', '.join(flagged)}" if flagged \
+        else ""
+
+
+def _verdict(check: str, outcome: str, metrics: dict[str, Metric], reason: str) -> Verdict:
+    """A Verdict whose reason says which CIs dropped more than 1% of their resamples as undefined."""
+    return Verdict(check, outcome, metrics, reason + _undefined_note(metrics))
+
+
+def _auc_support(has_behavior, group, th: Thresholds, what: str) -> str | None:
+    """Why a candidate set cannot support an AUC verdict (too few pairs), or None."""
+    n_pairs = stats.count_pairs(has_behavior, group)
+    if n_pairs < th.min_pairs:
+        return (f"the fixture cannot support this check: {what} has {n_pairs} within-group (behavior, "
+                f"non-behavior) pairs, fewer than min_pairs={th.min_pairs}")
+    return None
+
+
+def _run_arrays(scores, is_gt, step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated (scores, is_gt, step) of training rollouts."""
+    s = stats.as_vector("scores", scores)
+    return (s, stats.as_vector("is_gt", is_gt, n=len(s), ref="scores", kind="bool"),
+            stats.as_vector("step", step, n=len(s), ref="scores", kind="int"))
+
+
+def _window_support(is_gt, step, W: int, nonzero) -> tuple[np.ndarray, str | None]:
+    m = stats.window_mask(step, W, nonzero)
+    g = np.asarray(is_gt, bool)
+    if not m.any():
+        return m, f"the fixture cannot support this check: the window (steps < W={W}, nonzero) is empty"
+    if not g[m].any():
+        return m, (f"the fixture cannot support this check: the window (steps < W={W}, nonzero) has "
+                   f"{int(m.sum())} rollouts and no GT")
+    return m, None
+
+
+def _error(check: str, reason: str, metrics: dict | None = None) -> Verdict:
+    return _verdict(check, "error", metrics or {}, reason)

@@ -1,0 +1,159 @@
+"""Scoring: the one call the checks make (``score_estimator``), the optional ``fit``, and every validation of a
+score vector, each failure a named ``EstimatorError`` (issue 4 item 3).
+
+Labels (issue "Gate integrity"): only the suite's own test-only controls (``TEST_ONLY``, checked by class
+identity in ``labels_allowed``) may declare ``labels``; they receive them as ``score(candidates, target,
+labels=...)``, and for a placebo target a seeded permutation of them (uninformative). Any other estimator that
+declares ``labels`` is refused (``LabelsRefusedError``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from bt_bench.estimator.contract import (
+    PLACEBO_SEED,
+    TEST_ONLY,
+    Capability,
+    Estimator,
+    Target,
+    validate_estimator,
+)
+from bt_bench.estimator.errors import (
+    ConstantScoreError,
+    EstimatorError,
+    LabelsRefusedError,
+    LevelMismatchError,
+    NonDeterministicScoreError,
+    NonFiniteScoreError,
+    ScoreShapeError,
+    ScoringFailedError,
+)
+from bt_bench.estimator.views import CandidateData, Labels
+
+
+def _import_path(path: str) -> Any:
+    module_name, _, attr = path.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def labels_allowed(estimator: Any) -> bool:
+    """True only when ``type(estimator)`` is exactly one of the classes at the ``TEST_ONLY`` import paths."""
+    for path in TEST_ONLY:
+        try:
+            cls = _import_path(path)
+        except (ImportError, AttributeError):  # not importable here: that path allows nothing
+            continue
+        if type(estimator) is cls:
+            return True
+    return False
+
+
+def check_labels(estimator: Any) -> None:
+    """Raise ``LabelsRefusedError`` if ``estimator`` declares ``labels`` and is not a ``TEST_ONLY`` control."""
+    if Capability.LABELS in getattr(estimator, "capabilities", ()) and not labels_allowed(estimator):
+        raise LabelsRefusedError(str(getattr(estimator, "name", type(estimator).__name__)))
+
+
+def validate_scores(name: str, scores: Any, n: int) -> np.ndarray:
+    """The scores as float64[n], or the named error for what is wrong with them (issue 4 item 3)."""
+    arr = np.asarray(scores)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) \
+            or np.iscomplexobj(arr):
+        raise ScoreShapeError(name, f"a real-valued array of shape ({n},)", f"dtype {arr.dtype}")
+    if arr.shape != (n,):
+        raise ScoreShapeError(name, f"shape ({n},) (one score per candidate)", f"shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = np.flatnonzero(bad)
+        raise NonFiniteScoreError(name, "finite scores", f"{idx.size} non-finite of {n} "
+                                                         f"(first at index {idx[0]}: {arr[idx[0]]})")
+    if n > 1 and np.all(arr == arr[0]):
+        raise ConstantScoreError(name, "scores that rank the candidates",
+                                 f"all {n} scores equal to {arr[0]!r}")
+    return arr
+
+
+def check_deterministic(name: str, first: np.ndarray, second: np.ndarray, rtol: float = 1e-6) -> None:
+    """Two identical calls must agree to ``rtol`` of the score scale (room for GPU reduction order only)."""
+    scale = float(np.max(np.abs(first))) if first.size else 0.0
+    diff = np.abs(first - second)
+    if np.any(diff > rtol * scale):
+        i = int(np.argmax(diff))
+        raise NonDeterministicScoreError(name, f"identical scores from two identical calls (rtol {rtol})",
+                                         f"max difference {diff[i]:.3g} at index {i} "
+                                         f"({first[i]!r} then {second[i]!r})")
+
+
+def _call(name: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except EstimatorError:
+        raise
+    except Exception as exc:  # an estimator bug is an error of that estimator, not a crash of the suite
+        raise ScoringFailedError(name, f"{what} raised {type(exc).__name__}: {exc}") from exc
+
+
+def check_step_level(name: str, scores: np.ndarray, step: np.ndarray) -> None:
+    """A ``level="step"`` estimator shares one score across the rollouts of a step: exact float64 equality
+    inside every step, else ``LevelMismatchError`` naming the first (lowest) offending step."""
+    step = np.asarray(step)
+    order = np.argsort(step, kind="stable")
+    s, v = step[order], np.asarray(scores, dtype=np.float64)[order]
+    bad = np.flatnonzero((s[1:] == s[:-1]) & (v[1:] != v[:-1]))
+    if bad.size:
+        first = s[bad[0] + 1]
+        block = v[s == first]
+        raise LevelMismatchError(name, f"declares level='step' but step {first.item()!r} has "
+                                       f"{np.unique(block).size} distinct scores over {block.size} rollouts; "
+                                       "declare level='rollout' or return one score per step")
+
+
+def fit_estimator(estimator: Estimator, run_data: CandidateData) -> None:
+    """Call the optional ``fit(run_view)`` with the label-free view of the run's training rollouts."""
+    validate_estimator(estimator)
+    check_labels(estimator)
+    fit = getattr(estimator, "fit", None)
+    if fit is not None:
+        _call(estimator.name, "fit", fit, run_data.view_for(estimator))
+
+
+def score_estimator(estimator: Estimator, data: CandidateData, target: Target, *,
+                    check_determinism: bool = True, placebo: bool = False) -> np.ndarray:
+    """Score ``data`` against ``target`` and validate the result; every failure is an ``EstimatorError``.
+
+    ``placebo``: ``target`` is a placebo (the caller hands it over with the same ``kind`` as the real target,
+    so an estimator cannot tell the two apart). Only the labels a test-only control receives change: every
+    label array is permuted by one seeded permutation (``PLACEBO_SEED``), so the oracle's scores become a
+    random relabeling, uninformative but never constant. An estimator declaring ``labels`` that is not a
+    ``TEST_ONLY`` control raises ``LabelsRefusedError``.
+    """
+    validate_estimator(estimator)
+    check_labels(estimator)
+    name = estimator.name
+    kwargs: dict[str, Labels] = {}
+    if Capability.LABELS in estimator.capabilities:
+        perm = np.random.default_rng(PLACEBO_SEED).permutation(data.n) if placebo else None
+        kwargs["labels"] = data.labels if perm is None else data.labels.permuted(perm)
+
+    def once() -> np.ndarray:
+        raw = _call(name, "score", estimator.score, data.view_for(estimator), target, **kwargs)
+        return validate_scores(name, raw, data.n)
+
+    first = once()
+    # Only training rollouts are checked: draw candidates all come from one checkpoint, i.e. one step, so
+    # "one score per step" would make every step-level draw score vector constant (a ConstantScoreError);
+    # a step-level estimator's scores on draws are per candidate by construction.
+    if estimator.level == "step" and data.source == "training":
+        check_step_level(name, first, data.step)
+    if check_determinism:
+        check_deterministic(name, first, once())
+    return first

@@ -1,0 +1,104 @@
+"""Session fixtures of the checklist and its parametrization: the planted runs, the fixtures with their derived
+data (built once even under ``pytest -n 2``: the store's lock makes each build happen exactly once, and workers
+start on different seeds so two of them build at once), and the ``Suite`` that caches scores per worker."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from bt_bench.plugin.options import Settings, effective_thresholds
+
+settings_key = pytest.StashKey[Settings]()
+
+
+def worker_index(config: pytest.Config) -> int:
+    wid = getattr(config, "workerinput", {}).get("workerid", "gw0")
+    return int(wid[2:]) if wid.startswith("gw") and wid[2:].isdigit() else 0
+
+
+def _rotated(items: list, config: pytest.Config) -> list:
+    r = worker_index(config) % max(1, len(items))
+    return items[r:] + items[:r]
+
+
+@pytest.fixture(scope="session")
+def bt_settings(pytestconfig) -> Settings:
+    return pytestconfig.stash[settings_key]
+
+
+@pytest.fixture(scope="session")
+def bt_runs(pytestconfig, bt_settings):
+    """The planted runs: the first ``--bt-seeds`` seeds of 0, 1, 2, ... that pass the planting gate (every seed for
+    a profile whose gate does not apply), and the failed ones."""
+    from bt_bench.runs.build import build_run, fixture_seeds
+    from bt_bench.runs.config import get_profile, make_config
+
+    cfg = make_config(bt_settings.profile)
+    n = bt_settings.seeds
+    for seed in _rotated(list(range(n)), pytestconfig):  # warm the cache in parallel across workers
+        build_run(dataclasses.replace(cfg, seed=seed), bt_settings.cache_dir, rebuild=bt_settings.rebuild,
+                  progress=False)
+    if not get_profile(bt_settings.profile).gate_applies:
+        runs = [build_run(dataclasses.replace(cfg, seed=s), bt_settings.cache_dir, progress=False) for s in range(n)]
+        return {"runs": runs, "failed": []}
+    runs, failed = fixture_seeds(cfg, n, bt_settings.cache_dir, progress=False)
+    return {"runs": runs, "failed": failed}
+
+
+@pytest.fixture(scope="session")
+def bt_suite(pytestconfig, bt_runs, bt_settings):
+    """Fixtures with their derived data (checkpoint sketches, draws, targets), built once per run and cached."""
+    from bt_bench.checklist.suite import Suite
+    from bt_bench.fixture.reader import fixture_config, load_fixture
+    from bt_bench.runs.config import get_profile
+
+    th = effective_thresholds(bt_settings)
+    fcfg = fixture_config(bt_settings.profile, bt_settings.draws, th)
+    runs = bt_runs["runs"]
+    for run in _rotated(list(runs), pytestconfig):  # workers derive different seeds at once
+        load_fixture(run, fcfg, bt_settings.cache_dir)
+    fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]
+    return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
+                 norm_variant=get_profile(bt_settings.profile).norm_variant)
+
+
+def generate_tests(metafunc: pytest.Metafunc) -> None:
+    s = metafunc.config.stash[settings_key]
+    if "bt_estimator" in metafunc.fixturenames:
+        names = selected_estimators(s)
+        metafunc.parametrize("bt_estimator", names, ids=names, scope="session")
+    if "bt_seed" in metafunc.fixturenames:
+        metafunc.parametrize("bt_seed", range(s.seeds), ids=[f"seed{i}" for i in range(s.seeds)])
+    if "bt_replay_verdict" in metafunc.fixturenames:
+        vs = replay_verdicts(s) if s.evidence else []
+        metafunc.parametrize("bt_replay_verdict", vs, ids=[f"{v.check}-{v.estimator}" for v in vs])
+    if "bt_draw" in metafunc.fixturenames:
+        metafunc.parametrize("bt_draw", range(s.draws), ids=[f"draw{d}" for d in range(s.draws)])
+
+
+def replay_verdicts(s: Settings) -> list:
+    """Verdicts of the evidence folder/file (``--bt-evidence``), judged with the configured thresholds."""
+    from bt_bench.checklist.evidence import replay
+
+    path = Path(s.evidence)
+    if not path.exists():
+        raise pytest.UsageError(f"--bt-evidence {path}: no such file or folder")
+    return replay(path, effective_thresholds(s))
+
+
+def selected_estimators(s: Settings) -> list[str]:
+    """``--bt-estimator`` names (validated: unknown -> "did you mean"), else every non-test-only estimator."""
+    from bt_bench.estimator import registry
+
+    if not s.estimators:
+        return registry.default_estimators()
+    for name in s.estimators:
+        if ":" not in name and name not in registry.available_names():
+            try:
+                registry.get_estimator(name)
+            except registry.RegistryError as e:
+                raise pytest.UsageError(f"--bt-estimator: {e}") from e
+    return list(s.estimators)

@@ -1,0 +1,140 @@
+"""The ``--bt-*`` options (one group, ``bt_bench``) and their validated settings.
+
+Resolution order: command line > ``[tool.bt_bench]`` in the rootdir's pyproject.toml > defaults. ``Settings`` is a
+frozen dataclass whose ``__post_init__`` names the field and the fix for any bad value (kronfluence style), so a
+typo fails at collection with a message, never deep inside a fixture.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _help(text: str, default: Any) -> Any:
+    return dataclasses.field(default=default, metadata={"help": text})
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Resolved ``--bt-*`` settings."""
+
+    estimators: tuple[str, ...] = _help("estimator names or pkg.module:Class (default: every registered one except "
+                                        "test-only ones)", ())
+    profile: str = _help("fixture profile (bt_bench.runs.config.PROFILES)", "tiny")
+    seeds: int = _help("number of planted seeds", 3)
+    draws: int = _help("number of generation draws per chosen checkpoint", 3)
+    cache_dir: str | None = _help("run store root (default $BT_BENCH_CACHE or ~/.cache/bt-bench)", None)
+    rebuild: bool = _help("rebuild the fixtures even if cached", False)
+    report: str | None = _help("write the JSON report to this path", None)
+    evidence: str | None = _help("replay recorded evidence from this folder instead of building fixtures", None)
+    strict: bool = _help("gate built-ins and controls like any estimator (ignore their declared outcomes)", False)
+    paper_gate: bool = _help("refuse modified thresholds, a profile that relaxes them, and < 3 seeds or draws", False)
+    thresholds: dict = dataclasses.field(default_factory=dict, metadata={
+        "help": "[tool.bt_bench.thresholds] overrides of bt_bench.checklist.verdicts.Thresholds"})
+
+    def __post_init__(self) -> None:
+        from bt_bench.runs.config import PROFILES
+
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile: {self.profile!r} is unknown; use one of {sorted(PROFILES)} (--bt-profile)")
+        for name in ("seeds", "draws"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}: must be an integer >= 1, got {v!r} (--bt-{name})")
+        if not all(isinstance(e, str) and e for e in self.estimators):
+            raise ValueError(f"estimators: names must be non-empty strings, got {self.estimators!r} (--bt-estimator)")
+        if not isinstance(self.thresholds, dict):
+            raise ValueError(f"thresholds: must be a table of name = value, got {self.thresholds!r} "
+                             "([tool.bt_bench.thresholds])")
+
+
+_OPTIONS = {  # name: (type, help)
+    "estimator": (str, "estimator name or pkg.module:Class (repeatable; default: every registered estimator "
+                       "except test-only ones)"),
+    "profile": (str, "fixture profile: tiny (default), smoke, paper"),
+    "seeds": (int, "number of planted seeds (default 3)"),
+    "draws": (int, "number of generation draws per checkpoint (default 3)"),
+    "cache-dir": (str, "run store root (default $BT_BENCH_CACHE or ~/.cache/bt-bench)"),
+    "rebuild": (bool, "rebuild the fixtures even if cached"),
+    "report": (str, "write the JSON report to this path"),
+    "evidence": (str, "replay recorded evidence from this folder instead of building fixtures"),
+    "strict": (bool, "built-ins and controls are gated like any estimator (their declared expected outcomes "
+                     "are ignored)"),
+    "paper-gate": (bool, "refuse to run with thresholds that differ from the checklist's defaults (and with a "
+                         "profile that relaxes them, e.g. smoke): the setting to gate a paper on"),
+}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("bt_bench", "bt-bench checklist")
+    for name, (typ, help_) in _OPTIONS.items():
+        dest = "bt_" + name.replace("-", "_")
+        if typ is bool:
+            group.addoption(f"--bt-{name}", action="store_true", default=None, dest=dest, help=help_)
+        elif name == "estimator":
+            group.addoption(f"--bt-{name}", action="append", default=None, dest=dest, help=help_)
+        else:
+            group.addoption(f"--bt-{name}", type=typ, default=None, dest=dest, help=help_)
+
+
+def _pyproject_settings(rootdir: Path) -> dict[str, Any]:
+    import tomllib
+
+    p = rootdir / "pyproject.toml"
+    if not p.exists():
+        return {}
+    with open(p, "rb") as f:
+        return tomllib.load(f).get("tool", {}).get("bt_bench", {})
+
+
+def resolve_settings(config: pytest.Config) -> Settings:
+    file = _pyproject_settings(Path(str(config.rootpath)))
+    known = {f.name for f in dataclasses.fields(Settings)} | {"estimator"}
+    unknown = sorted(set(file) - known)
+    if unknown:
+        raise pytest.UsageError(f"[tool.bt_bench] has unknown key(s) {unknown}; known: {sorted(known)}")
+    vals: dict[str, Any] = {}
+    for name in _OPTIONS:
+        field = name.replace("-", "_")
+        cli = config.getoption("bt_" + field)
+        fkey = "estimators" if field == "estimator" else field
+        v = cli if cli is not None else file.get(field, file.get(fkey))
+        if v is not None:
+            vals[fkey] = tuple([v] if isinstance(v, str) else v) if fkey == "estimators" else v
+    if "thresholds" in file:
+        vals["thresholds"] = dict(file["thresholds"])
+    try:
+        s = Settings(**vals)
+        mod = modified_thresholds(s)
+        from bt_bench.fixture.reader import fixture_config
+
+        fixture_config(s.profile, s.draws, effective_thresholds(s))  # checkpoint thresholds must be consistent
+    except (TypeError, ValueError) as e:
+        raise pytest.UsageError(f"bt-bench settings: {e}") from e
+    if s.paper_gate and mod:
+        raise pytest.UsageError("--bt-paper-gate refuses modified thresholds: " + ", ".join(
+            f"{k}={v['value']!r} (default {v['default']!r})" for k, v in mod.items())
+            + "; remove them from [tool.bt_bench.thresholds] (or do not use --bt-paper-gate)")
+    if s.paper_gate and s.evidence is None and (s.seeds < 3 or s.draws < 3):
+        raise pytest.UsageError(f"--bt-paper-gate needs >= 3 seeds and >= 3 draws (got {s.seeds}, {s.draws})")
+    return s
+
+
+def effective_thresholds(s: Settings):
+    """The checklist's thresholds after the profile's own overrides and the user's [tool.bt_bench.thresholds]."""
+    from bt_bench.checklist.verdicts import Thresholds
+    from bt_bench.runs.config import get_profile
+
+    return Thresholds.from_mapping({**get_profile(s.profile).thresholds, **s.thresholds})
+
+
+def modified_thresholds(s: Settings) -> dict[str, dict]:
+    """{name: {value, default}} of every threshold that differs from the checklist's default."""
+    from bt_bench.checklist.verdicts import Thresholds
+
+    now, default = dataclasses.asdict(effective_thresholds(s)), dataclasses.asdict(Thresholds())
+    return {k: {"value": now[k], "default": default[k]} for k in default if now[k] != default[k]}

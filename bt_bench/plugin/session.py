@@ -1,0 +1,105 @@
+"""The session object (pytest-benchmark is the model): registered in ``pytest_configure``, it collects every cell's
+result on the controller (results travel from xdist workers in ``user_properties``), decides each estimator's gate
+(``bt_bench.checklist.gate``; the exit code), prints the table and the gate lines, and writes the JSON report once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from bt_bench.plugin.options import Settings, effective_thresholds, modified_thresholds
+
+
+class BtSession:
+    """Results, gates and the report of one pytest session. Workers keep one too but never print or write."""
+
+    def __init__(self, config: pytest.Config, settings: Settings):
+        self.config, self.settings = config, settings
+        self.results: list[dict] = []
+        self.gates: list = []
+
+    @property
+    def worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.worker or (report.when != "call" and not (report.when == "setup" and report.outcome != "passed")):
+            return
+        metrics: dict = {}
+        for k, v in report.user_properties:
+            if k == "bt_bench":
+                metrics.update(json.loads(v))
+        if not metrics and report.outcome == "skipped":  # e.g. a module with an empty parameter set
+            return
+        outcome = report.outcome
+        if metrics.get("verdict", {}).get("outcome") == "error":
+            outcome = "error"  # the estimator or the fixture could not support a verdict
+        elif hasattr(report, "wasxfail"):
+            outcome = "xpass" if report.passed else "xfail"
+        elif report.when == "setup" and report.failed:
+            outcome = "error"
+        self.results.append({"nodeid": report.nodeid, "outcome": outcome, "metrics": metrics,
+                             "duration_s": round(report.duration, 3),
+                             "reason": (str(report.longrepr)[-400:] if report.skipped else None)})
+
+    def decide(self) -> list:
+        """One ``Gate`` per estimator with results: against its declared snapshot for a built-in on a profile that
+        has one (unless --bt-strict), else by its own cells."""
+        from bt_bench.checklist import gate
+        from bt_bench.checklist.expectations import expected_for
+
+        s = self.settings
+        mod = bool(modified_thresholds(s))
+        by_est: dict[str, dict] = {}
+        for (est, check), r in gate.checks(self.results).items():
+            by_est.setdefault(est, {})[check] = r
+        out = []
+        for est, checks in by_est.items():
+            want = None if s.strict else expected_for(s.profile, est)
+            out.append(gate.expectation_gate(est, checks, want, modified_thresholds=mod) if want is not None
+                       else gate.estimator_gate(est, checks, modified_thresholds=mod))
+        return out
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
+        if self.worker:
+            return
+        self.gates = self.decide()
+        if any(not g.ok for g in self.gates) and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate: see bt_bench.checklist.gate
+        s = self.settings
+        if s.report:
+            from bt_bench.report.schema import write_report
+
+            write_report(Path(s.report), settings=dataclasses.asdict(s), results=self.results,
+                         exit_status=int(session.exitstatus),
+                         gates=[dataclasses.asdict(g) | {"line": g.line()} for g in self.gates],
+                         thresholds=effective_thresholds(s).to_dict(), modified_thresholds=modified_thresholds(s))
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
+        if self.worker:
+            return
+        rows = [r for r in self.results if r["metrics"]]
+        if not rows:
+            return
+        from bt_bench.checklist.expectations import has_snapshot
+        from bt_bench.report.table import format_table
+
+        s = self.settings
+        terminalreporter.section("bt-bench checklist")
+        terminalreporter.write_line(format_table(rows, order=s.estimators))
+        mod = modified_thresholds(s)
+        if mod:
+            terminalreporter.write_line("MODIFIED THRESHOLDS (not the checklist's defaults): " + ", ".join(
+                f"{k}={v['value']!r} (default {v['default']!r})" for k, v in mod.items()))
+        if not s.strict and not has_snapshot(s.profile):
+            terminalreporter.write_line(f"profile {s.profile!r} has no expected-outcome snapshot: built-ins are "
+                                        "gated like any estimator")
+        for g in self.gates:
+            terminalreporter.write_line(g.line(), red=not g.ok, green=g.ok, bold=True)
+        if s.report:
+            terminalreporter.write_line(f"JSON report: {s.report}  (human report: bt-bench report {s.report} "
+                                        "--html report.html)")

@@ -1,0 +1,162 @@
+"""The JSON report: its schema name, the one writer (fixture runs and replays alike) and the loader.
+
+A report of schema ``bt-bench-report/1`` is one JSON object::
+
+    schema, exit_status, settings, machine, versions, thresholds, modified_thresholds,
+    runs, failed_seeds, tried_seeds, estimators (provenance), gates, results   (+ e.g. source for a replay)
+
+:func:`write_report` takes plain data (dicts and lists; no plugin object), so the pytest plugin and
+``bt-bench replay`` write through the same code and this stage never imports the plugin.  ``runs``,
+``failed_seeds`` and ``tried_seeds`` are taken only from the ``planting_gate`` self-check's metrics, never from
+whichever result happens to carry a ``runs`` metric (the integrity check records run *keys* under that name).
+:func:`normalized` gives the renderers a copy that does not depend on the order results arrived in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+from .table import canonical
+
+SCHEMA = "bt-bench-report/1"
+DISTRIBUTIONS = ("bt-bench", "torch", "trl", "transformers", "numpy", "scipy")  # versions written into a report
+RUNS_CHECK = "planting_gate"  # the fixture self-check whose metrics carry runs, failed_seeds and tried_seeds
+
+
+def json_default(o):
+    """``json.dumps(default=...)`` for numpy scalars and arrays, dataclasses; anything else as its str."""
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return dataclasses.asdict(o)
+    return str(o)
+
+
+def versions() -> dict:
+    """{distribution: version or None} of the distributions a result depends on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in DISTRIBUTIONS:
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def machine() -> dict:
+    return {"platform": platform.platform(), "python": sys.version.split()[0], "cpus": os.cpu_count()}
+
+
+def estimator_provenance(names) -> dict:
+    """Per estimator: distribution and version, declared capabilities and level, sha256 of its source."""
+    from bt_bench.estimator import registry
+
+    out = {}
+    for n in names:
+        try:
+            out[n] = registry.provenance(n)
+        except Exception as e:  # noqa: BLE001  (an unloadable estimator still gets a row saying why)
+            out[n] = {"name": n, "error": f"{type(e).__name__}: {e}"}
+    return out
+
+
+def _check_of(result: dict) -> str | None:
+    return (result.get("metrics") or {}).get("check")
+
+
+def runs_of(results: list[dict]) -> dict:
+    """{runs, failed_seeds, tried_seeds} from the planting self-check's metrics (empty lists without it). Only
+    dict entries count as runs: another check's ``runs`` (e.g. integrity's list of run keys) is never taken."""
+    out: dict[str, list] = {"runs": [], "failed_seeds": [], "tried_seeds": []}
+    for r in results:
+        if _check_of(r) != RUNS_CHECK:
+            continue
+        m = r.get("metrics") or {}
+        for key, name in (("runs", "runs"), ("failed_seeds", "failed_seeds"), ("tried_seeds", "tried")):
+            if isinstance(m.get(name), list) and m[name]:
+                out[key] = m[name]
+    out["runs"] = [x for x in out["runs"] if isinstance(x, dict)]
+    return out
+
+
+def build_report(*, settings: dict, results: list[dict], exit_status: int, gates: list[dict] = (),
+                 thresholds: dict | None = None, modified_thresholds: dict | None = None,
+                 provenance: dict | None = None, extra: dict | None = None) -> dict:
+    """The report document (see the module docstring). ``gates``: one dict per estimator with at least
+    ``estimator``, ``ok`` and ``line``; ``provenance`` None: looked up for the gated estimators; ``extra``:
+    keys added last (they override, e.g. ``runs: []`` and ``source`` for a replay)."""
+    gates = [dict(g) for g in gates]
+    if provenance is None:
+        provenance = estimator_provenance(sorted({g["estimator"] for g in gates if g.get("estimator")}))
+    doc = {"schema": SCHEMA, "exit_status": int(exit_status), "settings": dict(settings), "machine": machine(),
+           "versions": versions(), "thresholds": dict(thresholds or {}),
+           "modified_thresholds": dict(modified_thresholds or {}), **runs_of(results),
+           "estimators": provenance, "gates": gates, "results": list(results)}
+    doc.update(extra or {})
+    return doc
+
+
+def write_report(path: str | Path, *, settings: dict, results: list[dict], exit_status: int,
+                 gates: list[dict] = (), thresholds: dict | None = None, modified_thresholds: dict | None = None,
+                 provenance: dict | None = None, extra: dict | None = None) -> dict:
+    """Write the report once, atomically (a temporary file renamed over ``path``); returns the document.
+    Arguments as :func:`build_report`."""
+    doc = build_report(settings=settings, results=results, exit_status=exit_status, gates=gates,
+                       thresholds=thresholds, modified_thresholds=modified_thresholds, provenance=provenance,
+                       extra=extra)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=json_default), encoding="utf-8")
+    os.replace(tmp, path)
+    return json.loads(json.dumps(doc, default=json_default))  # what a reader of the file gets
+
+
+def load_report(path: str | Path) -> dict:
+    """Read a JSON report; ValueError (with the path) when absent, not JSON, or of another schema."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"report file not found: {p}")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{p} is not a JSON report ({e})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise ValueError(f"{p}: schema {got!r} is not {SCHEMA!r}")
+    return doc
+
+
+def _seed_rank(seed) -> tuple:
+    return (0, seed, "") if isinstance(seed, int) else (1, 0, str(seed))
+
+
+def normalized(report: dict) -> dict:
+    """A copy of a report the renderers read the same whatever order its results were recorded in (pytest -n 2
+    delivers them in any order): results in canonical order (``table.canonical``), gates by estimator, ``runs``
+    only run entries (dicts, by seed), recovered from the planting self-check when the top-level key is missing
+    or holds something else (older writers took it from whichever result carried ``runs`` last)."""
+    doc = dict(report)
+    results = [r for r in report.get("results") or [] if isinstance(r, dict)]
+    order = (report.get("settings") or {}).get("estimators") or ()
+    doc["results"] = canonical(results, order)
+    rank = {e: i for i, e in enumerate(order)}
+    gates = [g for g in report.get("gates") or [] if isinstance(g, dict)]
+    doc["gates"] = sorted(gates, key=lambda g: (rank.get(g.get("estimator"), len(rank)), str(g.get("estimator"))))
+    found = runs_of(results)
+    for key in ("runs", "failed_seeds", "tried_seeds"):
+        v = report.get(key)
+        v = [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+        doc[key] = sorted(v or found[key], key=lambda r: (_seed_rank(r.get("seed")), str(r.get("key"))))
+    return doc

@@ -1,0 +1,189 @@
+"""The outcome matrix: which (check, estimator) cell a result belongs to, its label and key figure, and the
+terminal table (:func:`format_table`).  Cells are labelled by the gate (``bt_bench.checklist.gate``): PASS, FAIL,
+ERROR, NOT JUDGED, N/A.  Everything here reads results in :func:`canonical` order, so a table does not depend on
+the order pytest (``-n 2``) delivered them in.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import textwrap
+from collections.abc import Iterable, Sequence
+
+from .units import key_figure, short_reason
+
+LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP",
+          "xfail": "FAIL (expected)", "xpass": "PASS (xfail)"}  # pytest outcomes (fixture self-checks, counts)
+# Which outcome names a cell that aggregates several tests (e.g. one per seed/draw): the most serious one.
+SEVERITY = ("failed", "error", "xpass", "xfail", "passed", "skipped")
+VERDICT_OUTCOME = {"pass": "passed", "fail": "failed", "error": "error", "skip": "skipped"}
+CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance",
+          "trigger_token_alignment", "advantage_baseline", "target_dependence")  # spec "The checks" order
+FIXTURE_CHECKS = ("planting_gate", "integrity")  # the fixture self-checks, in the order the table lists them
+FIXTURE = "(fixture)"  # the one column of fixture self-checks, which are not per estimator
+# Cells are labelled by the gate (bt_bench.checklist.gate): PASS, FAIL, ERROR, NOT JUDGED, N/A.
+COLORS = {"PASS": "#cdeccd", "FAIL": "#f6c6c6", "ERROR": "#f9ddb1", "NOT JUDGED": "#f9ddb1", "N/A": "#e8e8e8",
+          "passed": "#cdeccd", "failed": "#f6c6c6", "error": "#f9ddb1", "skipped": "#e8e8e8"}
+GATE_ORDER = ("FAIL", "ERROR", "NOT JUDGED", "PASS", "N/A")
+
+
+
+def cell_of(result: dict) -> tuple[str, str]:
+    """(check, estimator) of one result: from ``metrics`` when recorded, else parsed from the node id
+    (``checks/test_<check>.py::test_<check>[<estimator>-seed1-draw2]``); no estimator -> FIXTURE."""
+    m = result.get("metrics") or {}
+    test = result.get("nodeid", "").split("::")[-1]
+    func, _, param = test.partition("[")
+    check = m.get("check") or re.sub(r"^test_", "", func) or "?"
+    est = m.get("estimator")
+    if not est and param:
+        est = re.sub(r"(-seed\d+|-draw\d+)+$", "", param.rstrip("]"))
+    return check, est or FIXTURE
+
+
+def _label(result: dict) -> str:
+    """The gate label of one result; a fixture self-check (no verdict) by its pytest outcome."""
+    from bt_bench.checklist import gate
+    if not (result.get("metrics") or {}).get("verdict"):
+        return {"passed": "PASS", "failed": "FAIL", "skipped": "NOT JUDGED"}.get(result.get("outcome"), "ERROR")
+    return gate.unit_label(result)
+
+
+def _cell_outcome(results: Sequence[dict]) -> tuple[str, dict]:
+    """The gate label of a cell holding one or more results (every-seed rule, bt_bench.checklist.gate.aggregate) and the
+    first result carrying that label (its key figure and reason describe the cell)."""
+    from bt_bench.checklist import gate
+    labels = [_label(r) for r in results]
+    label = gate.aggregate(labels)
+    return label, results[labels.index(label)]
+
+
+def _est_rank(order: Sequence[str]):
+    pos = {e: i for i, e in enumerate(order)}
+    return lambda e: (pos.get(e, len(pos)), e)
+
+
+def _check_rank(c: str) -> tuple:
+    known = CHECKS + FIXTURE_CHECKS
+    return known.index(c) if c in known else len(known), c
+
+
+def _num(x) -> tuple:
+    return (0, x, "") if isinstance(x, (int, float)) and not isinstance(x, bool) else (1, 0, str(x))
+
+
+def canonical(results: Iterable[dict], order: Sequence[str] = ()) -> list[dict]:
+    """Results sorted by check (spec order), estimator (``order`` first, e.g. the settings' estimators, then by
+    name), seed, draw and node id: one order whatever order they were recorded in."""
+    est = _est_rank(order)
+
+    def key(r: dict):
+        c, e = cell_of(r)
+        m = r.get("metrics") or {}
+        return (_check_rank(c), est(e), _num(m.get("seed")), _num(m.get("draw")), str(r.get("nodeid", "")))
+
+    return sorted(results, key=key)
+
+
+def _cells(results: Iterable[dict], order: Sequence[str] = ()) -> tuple[list[str], list[str], dict]:
+    """Ordered checks, ordered estimators, {(check, estimator): [results]} (each cell's results in canonical
+    order)."""
+    cells: dict[tuple[str, str], list[dict]] = {}
+    for r in canonical(results, order):
+        c, e = cell_of(r)
+        cells.setdefault((c, e), []).append(r)
+    ests = sorted({e for c, e in cells if e != FIXTURE}, key=_est_rank(order))
+    checks = sorted({c for c, e in cells if e != FIXTURE}, key=_check_rank)
+    return checks, ests, cells
+
+
+def cell_text(results: Sequence[dict]) -> tuple[str, str]:
+    """(label, key figure) of a cell; several results show the count of the deciding outcome."""
+    outcome, worst = _cell_outcome(results)
+    label = outcome
+    if len(results) > 1:
+        label += f" {sum(_label(r) == outcome for r in results)}/{len(results)}"
+    m = worst.get("metrics") or {}
+    exp = m.get("expected")
+    if exp:  # a built-in's declared outcome: say whether the cell matches it
+        label += " (expected)" if exp.get("label") == outcome else f" (expected {exp.get('label')}!)"
+    key = m.get("key_figure") or (key_figure(m["verdict"]) if m.get("verdict") else "")
+    if not key and outcome in ("NOT JUDGED", "N/A", "ERROR") and worst.get("reason"):
+        key = short_reason(worst["reason"])
+    return label, key
+
+
+
+# ------------------------------------------------------------------------------------------- table
+def _wrap(text: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+
+
+def _matrix(checks, ests, cells, w0: int, cw: int) -> list[str]:
+    def row(parts: list[list[str]]) -> list[str]:
+        h = max(len(p) for p in parts)
+        return [" | ".join(f"{(p[i] if i < len(p) else ''):<{w}}" for p, w in zip(parts, [w0] + [cw] * len(ests)))
+                .rstrip() for i in range(h)]
+
+    sep = "-+-".join(["-" * w0] + ["-" * cw] * len(ests))
+    lines = row([_wrap("check", w0)] + [_wrap(e, cw) for e in ests]) + [sep]
+    for c in checks:
+        parts = [_wrap(c, w0)]
+        for e in ests:
+            label, key = cell_text(cells[(c, e)]) if (c, e) in cells else ("-", "")
+            parts.append(_wrap(label, cw) + (_wrap(key, cw) if key else []))
+        lines += row(parts) + [sep]
+    return lines
+
+
+def _by_check(checks, ests, cells, width: int) -> list[str]:
+    """One line per cell grouped by check, for matrices too wide for the terminal."""
+    ew = max((len(e) for e in ests), default=8)
+    lines = []
+    for c in checks:
+        lines.append(c)
+        for e in ests:
+            if (c, e) not in cells:
+                continue
+            label, key = cell_text(cells[(c, e)])
+            head = f"  {e:<{ew}}  {label:<24}"
+            wrapped = _wrap(key, max(20, width - len(head) - 1)) if key else [""]
+            lines.append(f"{head} {wrapped[0]}".rstrip())
+            lines += [" " * (len(head) + 1) + k for k in wrapped[1:]]
+    return lines
+
+
+def format_table(results: list[dict], width: int | None = None, order: Sequence[str] = ()) -> str:
+    """The terminal summary of a list of results (the report's ``results``): a matrix checks x estimators
+    when it fits in ``width`` columns (default: the terminal's, clamped to 80-140), else one line per cell
+    grouped by check; fixture self-checks follow in their own block; a count of cell outcomes ends it.
+    Estimators in ``order`` (e.g. the settings' estimators) come first, the others by name."""
+    width = width or min(140, max(80, shutil.get_terminal_size((120, 24)).columns))
+    checks, ests, cells = _cells(results, order)
+    lines: list[str] = []
+    if checks:
+        w0 = min(24, max(len(c) for c in checks))
+        natural = max((len(x) for c in checks for e in ests if (c, e) in cells for x in cell_text(cells[(c, e)])),
+                      default=8)
+        for cw in range(min(30, max(natural, 12)), 15, -1):
+            if w0 + (cw + 3) * len(ests) <= width:
+                lines = _matrix(checks, ests, cells, w0, cw)
+                break
+        else:
+            lines = _by_check(checks, ests, cells, width)
+    fixture = [(c, cell_text(rs)) for (c, e), rs in cells.items() if e == FIXTURE]
+    if fixture:
+        lines += ["", "fixture self-checks:"]
+        fw = max(len(c) for c, _ in fixture)
+        for c, (label, key) in fixture:
+            head = f"  {c:<{fw}}  {label:<6}"
+            wrapped = _wrap(key, max(20, width - len(head) - 1)) if key else [""]
+            lines += [f"{head} {wrapped[0]}".rstrip()] + [" " * (len(head) + 1) + k for k in wrapped[1:]]
+    counts: dict[str, int] = {}
+    for rs in cells.values():
+        o = _cell_outcome(rs)[0]
+        counts[o] = counts.get(o, 0) + 1
+    lines += ["", f"{len(cells)} cells: " + ", ".join(f"{counts[o]} {o}" for o in GATE_ORDER if o in counts)]
+    return "\n".join(lines)
+

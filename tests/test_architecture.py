@@ -1,0 +1,102 @@
+"""The package layout follows the data path (docs/architecture.md): a stage imports only earlier stages and itself,
+no module is much over 400 lines, there is no import cycle, and nothing in the repository points outside it.
+
+Stages, in order: sketch (a leaf library: model + batch -> sketch; it imports nothing of bt_bench) < runs (planted
+GRPO runs; the recorder captures in-run sketches with it) < fixture < estimator < checklist < report < plugin <
+the command line and benchmarks on top.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "bt_bench"
+STAGES = ["sketch", "runs", "fixture", "estimator", "checklist", "report", "plugin", "bench", "cli", "__init__",
+          "__main__"]
+TOP = {"bench": 7, "cli": 7, "__init__": 7, "__main__": 7}
+MAX_LINES = 420
+
+
+def stage_of(module: str) -> int:
+    """bt_bench.fixture.derive -> index of 'fixture'."""
+    part = module.split(".")[1] if "." in module else "__init__"
+    part = part.removesuffix(".py")
+    return TOP.get(part, STAGES.index(part) if part in STAGES else len(STAGES))
+
+
+def modules() -> list[tuple[str, Path]]:
+    out = []
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(ROOT).with_suffix("")
+        out.append((".".join(rel.parts), p))
+    return out
+
+
+def imports_of(path: Path, module: str) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("bt_bench")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative import: resolve against the module's package
+                base = module.split(".")[: -node.level]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            if name == "bt_bench":
+                found |= {f"bt_bench.{a.name}" for a in node.names}
+            elif name.startswith("bt_bench"):
+                found.add(name)
+    return found
+
+
+def test_every_module_imports_only_earlier_stages():
+    bad = []
+    for mod, path in modules():
+        if mod.split(".")[1:2] == ["data"]:
+            continue
+        own = stage_of(mod)
+        for imp in imports_of(path, mod):
+            if imp.count(".") == 0:
+                continue
+            if stage_of(imp) > own:
+                bad.append(f"{mod} imports {imp}")
+    assert not bad, "back arrows:\n" + "\n".join(sorted(bad))
+
+
+def test_no_module_over_the_line_budget():
+    big = {m: n for m, p in modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not big, big
+
+
+def test_no_import_cycle():
+    graph = {m: {i for i in imports_of(p, m) if i in dict(modules())} for m, p in modules()}
+    state: dict[str, int] = {}
+
+    def visit(m, stack):
+        state[m] = 1
+        for n in graph.get(m, ()):
+            if state.get(n) == 1:
+                pytest.fail("import cycle: " + " -> ".join(stack[stack.index(n):] + [n]))
+            if not state.get(n):
+                visit(n, stack + [n])
+        state[m] = 2
+
+    for m in graph:
+        if not state.get(m):
+            visit(m, [m])
+
+
+def test_repository_stands_alone():
+    """No tracked file refers to a path outside the repository (the shared folder beside a checkout)."""
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    needle = "../" + "shared"
+    hits = [f for f in files if not f.startswith("bt_bench/data/") and (ROOT / f).is_file()
+            and needle in (ROOT / f).read_text(errors="ignore")]
+    assert not hits, hits
