@@ -398,3 +398,22 @@ if __name__ == "__main__":  # the example report: python tests/test_report.py OU
     (out / "report_example.json").write_text(json.dumps(doc, indent=1))
     print(R.format_table(doc["results"]))
     print(R.render_html(doc, out / "report_example.html"))
+
+
+def test_html_renders_undefined_variance_shares(rep, tmp_path):
+    """A real run's seed_draw_variance of fluency against itself has undefined variance shares (None in JSON):
+    the page still renders (bt-bench report crashed on it)."""
+    import copy
+
+    doc = copy.deepcopy(rep)
+    hit = 0
+    for r in doc["results"]:
+        v = (r.get("metrics") or {}).get("verdict") or {}
+        for m in [v.get("metrics") or {}] + [u.get("metrics") or {} for u in v.get("units") or []]:
+            for k in ("variance_share_seed", "variance_share_draw"):
+                if k in m:
+                    m[k]["value"] = None
+                    hit += 1
+    assert hit, "the synthetic report has no variance shares to blank"
+    page = R.render_html(doc, tmp_path / "r.html").read_text()
+    assert "alt='auc'" in page

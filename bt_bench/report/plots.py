@@ -165,7 +165,10 @@ def plot_auc(report: dict) -> bytes | None:
         ax.set_xticks(range(len(us)), [_unit_label(u) for u in us], rotation=45 if len(us) > 6 else 0)
         ax.set_xlim(-0.6, len(us) - 0.4)
         title = f"{e}: {labels[e]}"
-        shares = [u["metrics"] for u in sdv.get(e, []) if "variance_share_seed" in u["metrics"]]
+        # the shares are undefined (None in JSON) when the residualized AUC does not vary, e.g. fluency vs itself
+        shares = [u["metrics"] for u in sdv.get(e, [])
+                  if (u["metrics"].get("variance_share_seed") or {}).get("value") is not None
+                  and (u["metrics"].get("variance_share_draw") or {}).get("value") is not None]
         if shares:
             title += (f"  (variance share seed {shares[0]['variance_share_seed']['value']:.2f} / draw "
                       f"{shares[0]['variance_share_draw']['value']:.2f})")
