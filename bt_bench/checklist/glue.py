@@ -34,9 +34,12 @@ def _expected(request, estimator: str, check: str) -> dict | None:
     return None if want is None else {"label": want[0], "reason": want[1]}
 
 
-def run_cell(request, check: str, estimator: str, verdict, **extra) -> None:
-    """Record a cell's verdict (JSON report + table) and turn it into the test outcome."""
+def run_cell(request, check: str, estimator: str, verdict, *, na: bool = False, **extra) -> None:
+    """Record a cell's verdict (JSON report + table) and turn it into the test outcome. ``na``: a skip verdict is
+    N/A (the input can never take part, e.g. replayed evidence that holds nothing for the check), not NOT JUDGED."""
     d = verdict.to_dict()
+    if na and verdict.outcome == "skip":
+        d["na"] = True
     exp = _expected(request, estimator, check)
     record(request, check=check, estimator=estimator, verdict=d, key_figure=key_figure(d), expected=exp,
            expected_failure=exp["reason"] if exp and exp["label"] != "PASS" else None, **extra)

@@ -59,7 +59,7 @@ class BtSession:
             by_est.setdefault(est, {})[check] = r
         out = []
         for est, checks in by_est.items():
-            want = None if s.strict else expected_for(s.profile, est)
+            want = None if (s.strict or s.evidence) else expected_for(s.profile, est)
             out.append(gate.expectation_gate(est, checks, want, modified_thresholds=mod) if want is not None
                        else gate.estimator_gate(est, checks, modified_thresholds=mod))
         return out
@@ -95,7 +95,7 @@ class BtSession:
         if mod:
             terminalreporter.write_line("MODIFIED THRESHOLDS (not the checklist's defaults): " + ", ".join(
                 f"{k}={v['value']!r} (default {v['default']!r})" for k, v in mod.items()))
-        if not s.strict and not has_snapshot(s.profile):
+        if not s.strict and not s.evidence and not has_snapshot(s.profile):
             terminalreporter.write_line(f"profile {s.profile!r} has no expected-outcome snapshot: built-ins are "
                                         "gated like any estimator")
         for g in self.gates:

@@ -21,6 +21,8 @@ def results_from_verdicts(verdicts, evidence=None) -> list[dict]:
     out = []
     for v in verdicts:
         d = v.to_dict()
+        if v.outcome == "skip":  # the evidence holds nothing this check needs for this estimator: not applicable
+            d["na"] = True
         metrics = {"check": v.check, "estimator": v.estimator, "key_figure": key_figure(d), "expected_failure": None,
                    "verdict": d}
         if v.check == "trigger_token_alignment" and evidence is not None:
