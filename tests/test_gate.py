@@ -200,3 +200,23 @@ def test_report_page_shows_modified_thresholds_and_gates(tmp_path):
         "gates": [{"estimator": "mine", "ok": True, "line": "mine: GATE PASS (with modified thresholds)"}]}
     html = render_html(doc, tmp_path / "r.html").read_text()
     assert "auc_bar" in html and "with modified thresholds" in html and "GATE PASS" in html
+
+
+def test_replayed_evidence_is_gated_by_its_own_cells(tmp_path):
+    """`pytest checks --bt-evidence`: the published rows' estimators are nobody's built-in on a fixture (their
+    'norm_only' is not our control on tiny), and a check the evidence holds nothing for is N/A, not NOT JUDGED."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bt_bench.checklist.examples import behaviortrace_seed2
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, "-m", "pytest", str(root / "checks"), "-p", "no:xdist", "-p",
+                        "no:cacheprovider", "-q", "--bt-evidence", str(behaviortrace_seed2()), "--bt-report",
+                        str(tmp_path / "r.json")], cwd=root, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1, p.stdout[-2000:]  # fluency_confound fails the published gradient scores
+    assert "DEVIATES" not in p.stdout and "norm_only: GATE FAIL" in p.stdout
+    doc = json.loads((tmp_path / "r.json").read_text())
+    labels = {gate.unit_label(r) for r in doc["results"] if (r["metrics"].get("verdict") or {}).get("outcome") == "skip"}
+    assert labels == {gate.NA}
