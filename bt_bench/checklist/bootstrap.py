@@ -56,26 +56,50 @@ class BootstrapResult:
         return asdict(self)
 
 
-def _bootstrap(on_draws: Callable[[np.ndarray], np.ndarray], estimate: float, n_clusters: int, n: int,
-               n_resamples: int, seed: int, percentiles: tuple[float, float]) -> BootstrapResult:
+def _check_percentiles(percentiles: tuple[float, float]) -> None:
+    lo, hi = percentiles
+    if not 0 <= lo < hi <= 100:
+        raise ValueError(f"percentiles: need 0 <= low < high <= 100, got {percentiles!r}")
+
+
+def _resample_values(on_draws: Callable[[np.ndarray], np.ndarray], n_clusters: int, n_resamples: int,
+                     seed: int) -> np.ndarray:
     """The resampling loop shared by every bootstrap: chunks of [b, C] drawn cluster indices -> values."""
     if isinstance(n_clusters, bool) or int(n_clusters) != n_clusters or n_clusters < 1:
         raise ValueError(f"n_clusters: must be a positive integer, got {n_clusters!r}")
     if isinstance(n_resamples, bool) or int(n_resamples) != n_resamples or n_resamples < 1:
         raise ValueError(f"n_resamples: must be a positive integer, got {n_resamples!r}")
-    lo, hi = percentiles
-    if not 0 <= lo < hi <= 100:
-        raise ValueError(f"percentiles: need 0 <= low < high <= 100, got {percentiles!r}")
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_ELEMENTS // n_clusters)
     values = np.empty(n_resamples)
     for start in range(0, n_resamples, chunk):
         b = min(chunk, n_resamples - start)
         values[start:start + b] = on_draws(rng.integers(0, n_clusters, size=(b, n_clusters), dtype=np.int32))
+    return values
+
+
+def _from_values(estimate: float, values: np.ndarray, *, n: int, seed: int, n_resamples: int,
+                 percentiles: tuple[float, float]) -> BootstrapResult:
+    """Percentile CI of the defined values; the undefined (NaN) ones are counted, not used."""
+    _check_percentiles(percentiles)
     ok = ~np.isnan(values)
-    ci = np.percentile(values[ok], [lo, hi]) if ok.any() else (np.nan, np.nan)
+    ci = np.percentile(values[ok], list(percentiles)) if ok.any() else (np.nan, np.nan)
     return BootstrapResult(float(estimate), float(ci[0]), float(ci[1]), int(seed), int(n_resamples), int(n),
                            int((~ok).sum()))
+
+
+def _bootstrap(on_draws: Callable[[np.ndarray], np.ndarray], estimate: float, n_clusters: int, n: int,
+               n_resamples: int, seed: int, percentiles: tuple[float, float]) -> BootstrapResult:
+    _check_percentiles(percentiles)
+    values = _resample_values(on_draws, n_clusters, n_resamples, seed)
+    return _from_values(estimate, values, n=n, seed=seed, n_resamples=n_resamples, percentiles=percentiles)
+
+
+def _counts(d: np.ndarray, n_clusters: int) -> np.ndarray:
+    """[b, C] drawn cluster indices -> [b, C] counts per cluster (a multinomial draw per resample)."""
+    b = d.shape[0]
+    flat = (d + (np.arange(b, dtype=np.int64) * n_clusters)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n_clusters).reshape(b, n_clusters).astype(float)
 
 
 def cluster_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], n_clusters: int, *, n: int,
@@ -86,13 +110,9 @@ def cluster_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], n_clusters:
     A resample draws C clusters with replacement; its counts per cluster (a multinomial draw) come from
     ``bincount`` of the drawn indices.  The point estimate is the statistic at counts of all ones.
     """
-    def on_draws(d: np.ndarray) -> np.ndarray:
-        b = d.shape[0]
-        flat = (d + (np.arange(b, dtype=np.int64) * n_clusters)[:, None]).ravel()
-        return statistic(np.bincount(flat, minlength=b * n_clusters).reshape(b, n_clusters).astype(float))
-
     estimate = float(np.asarray(statistic(np.ones((1, n_clusters))))[0])
-    return _bootstrap(on_draws, estimate, n_clusters, n, n_resamples, seed, percentiles)
+    return _bootstrap(lambda d: statistic(_counts(d, n_clusters)), estimate, n_clusters, n, n_resamples, seed,
+                      percentiles)
 
 
 def ratio_bootstrap(num, den, *, n: int, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
@@ -233,33 +253,12 @@ def _precision_values(scores, is_gt, step, n_resamples: int, seed: int) -> tuple
     hit = _PRECISION_CACHE.get(key)
     (r,), nc, n = _rankings(g, st, scores=s)
     if hit is None:
-        values = np.empty(int(n_resamples))
-
-        def keep(d: np.ndarray, start=[0]) -> np.ndarray:  # noqa: B006 (a running offset over the chunks)
-            b = d.shape[0]
-            flat = (d + (np.arange(b, dtype=np.int64) * nc)[:, None]).ravel()
-            v = r.precision(np.bincount(flat, minlength=b * nc).reshape(b, nc).astype(float))
-            values[start[0]:start[0] + b] = v
-            start[0] += b
-            return v
-
-        _bootstrap(keep, float("nan"), nc, n, n_resamples, seed, DEFAULT_PERCENTILES)
+        values = _resample_values(lambda d: r.precision(_counts(d, nc)), nc, n_resamples, seed)
         hit = (float(r.precision(np.ones((1, nc)))[0]), values)
         if len(_PRECISION_CACHE) >= _PRECISION_CACHE_MAX:
             _PRECISION_CACHE.pop(next(iter(_PRECISION_CACHE)))
         _PRECISION_CACHE[key] = hit
     return hit[0], hit[1], nc, n
-
-
-def _from_values(estimate: float, values: np.ndarray, *, n: int, seed: int, n_resamples: int,
-                 percentiles: tuple[float, float]) -> BootstrapResult:
-    lo, hi = percentiles
-    if not 0 <= lo < hi <= 100:
-        raise ValueError(f"percentiles: need 0 <= low < high <= 100, got {percentiles!r}")
-    ok = ~np.isnan(values)
-    ci = np.percentile(values[ok], [lo, hi]) if ok.any() else (np.nan, np.nan)
-    return BootstrapResult(float(estimate), float(ci[0]), float(ci[1]), int(seed), int(n_resamples), int(n),
-                           int((~ok).sum()))
 
 
 def precision_bootstrap(scores, is_gt, step, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,

@@ -44,6 +44,7 @@ class Suite:
     norm_variant: str = "norm_only"  # of gradient_norm_baseline: the profile declares it (Profile.norm_variant)
     _estimators: dict = dataclasses.field(default_factory=dict)
     _scores: dict = dataclasses.field(default_factory=dict)
+    _data: dict = dataclasses.field(default_factory=dict)  # label-walled candidate data, built once per worker
 
     @property
     def n_seeds(self) -> int:
@@ -120,11 +121,11 @@ class Suite:
     def _training_data(self, i: int):
         """The training CandidateData of seed ``i``, built once (it copies every array out of the store)."""
         key = ("training_data", i)
-        if key not in self._scores:
+        if key not in self._data:
             from bt_bench.estimator import training_candidates
 
-            self._scores[key] = training_candidates(self.fixtures[i])
-        return self._scores[key]
+            self._data[key] = training_candidates(self.fixtures[i])
+        return self._data[key]
 
     # ------------------------------------------------------------ draws at a chosen checkpoint
     def has_draw(self, i: int, kind: str) -> str | None:
@@ -159,8 +160,8 @@ class Suite:
     def _draw_data(self, i: int, kind: str, d: int):
         """(CandidateData, {kind: Target}) of draw ``d`` at the ``kind`` checkpoint of seed ``i``, built once."""
         key = ("draw_data", i, kind, d)
-        if key not in self._scores:
+        if key not in self._data:
             from bt_bench.estimator import draw_candidates
 
-            self._scores[key] = draw_candidates(self.fixtures[i], kind, d)
-        return self._scores[key]
+            self._data[key] = draw_candidates(self.fixtures[i], kind, d)
+        return self._data[key]
