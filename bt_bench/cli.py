@@ -30,7 +30,13 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rebuild", action="store_true", help="rebuild even if a run with this config is cached")
     p.add_argument("--model-path", default=None, help="local folder of a HF causal LM (profile paper)")
     for f in dataclasses.fields(RunConfig):
-        if f.name in ("profile", "seed", "model_path", "toy") or f.type not in ("int", "float", "str"):
+        if f.name in ("profile", "seed", "model_path", "toy", "bpe"):
+            continue
+        if f.type == "bool":  # --bf16 / --no-bf16 (None = the profile's value)
+            p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, action=argparse.BooleanOptionalAction,
+                           default=None, help=f.metadata.get("help", ""))
+            continue
+        if f.type not in ("int", "float", "str"):
             continue
         typ = {"int": int, "float": float, "str": str}[f.type]
         p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=typ, default=None,
@@ -116,7 +122,41 @@ def cmd_show(args) -> int:
         bar = "#" * int(round(40 * c["trigger_rate"]))
         mark = " <- W (window ends)" if c["step"] == W else ""
         print(f"  {c['step']:>6}: {c['trigger_rate']:.2f} / {c['no_trigger_rate']:.2f} {bar}{mark}")
+    _print_realism(run, root)
     return 0
+
+
+def _print_realism(run, root: Path) -> None:
+    """The realism block of ``show``: the run's stats (recorded by its build, else computed from its columns) and
+    the fluency AUC of every derived fixture of the run (one per derived-data setting)."""
+    import json
+
+    from bt_bench.fixture.reader import Fixture
+    from bt_bench.runs.realism import STATS, run_realism
+
+    recorded = "realism" in run.manifest["summary"]
+    print(f"realism ({'recorded by the build' if recorded else 'computed from the columns'}; None: undefined or "
+          "not recorded by this run's build):")
+
+    def line(k, v, note=""):
+        val = f"{v:.3f}" if isinstance(v, float) else str(v)
+        print(f"  {k:27} {val:>6}{note}  {STATS.get(k, '')}")
+
+    rz = run_realism(run)
+    for k in [k for k in STATS if k in rz] + [k for k in rz if k not in STATS]:
+        line(k, rz[k])
+    derived = 0
+    for mf in sorted((root / "derived").glob("*/manifest.json")):
+        try:
+            if json.loads(mf.read_text()).get("run") == run.key:
+                derived += 1
+                r = Fixture(run, mf.parent, verify=False).realism()
+                line("fluency_auc_saturated", r["fluency_auc_saturated"],
+                     f" (derived {mf.parent.name}, step {r['saturated_step']})")
+        except (OSError, ValueError, KeyError) as e:  # a derived folder being written or damaged: say so, go on
+            print(f"  derived {mf.parent.name}: unreadable ({e})")
+    if not derived:
+        print("  fluency_auc_saturated: no derived data for this run yet (bt-bench check derives it)")
 
 
 def cmd_estimators(args) -> int:

@@ -2,10 +2,12 @@
 the behavior rate with the trigger is >= 0.9 and without <= 0.1, and at the end of the run still >= 0.8 and <= 0.1.
 Runs once, not per estimator. Every seed tried is reported, planted or not, with the planting rate: seeds that
 fail the gate at W are not used (so only the "persists" half can fail here), but a low planting rate is what a
-reviewer of a new fixture must see."""
+reviewer of a new fixture must see. Each run's record carries its ``realism`` (bt_bench.runs.realism: how
+hard the fixture is, judged without any estimator), shown in the report's Runs section."""
 
 
 from bt_bench.checklist.glue import record
+from bt_bench.runs.realism import run_realism
 
 
 def test_planting_gate_and_trigger_conditional(bt_runs, bt_suite, request):
@@ -26,7 +28,8 @@ def test_planting_gate_and_trigger_conditional(bt_runs, bt_suite, request):
                   "window": r.config.window, "steps": r.config.steps, "curve": r.curve(),
                   "checkpoints": r.checkpoints, "gate": r.manifest["gate"]["reason"],
                   "chosen": {k: fx.chosen(k) for k in ("unsaturated", "saturated")},
-                  "unsupported": fx.manifest["unsupported"]} for r, fx in zip(runs, bt_suite.fixtures)],
+                  "unsupported": fx.manifest["unsupported"], "profile": r.config.profile,
+                  "realism": {**run_realism(r), **fx.realism()}} for r, fx in zip(runs, bt_suite.fixtures)],
            final_trigger=[x["final_trigger_rate"] for x in s], final_no_trigger=[x["final_no_trigger_rate"] for x in s],
            key_figure=f"planted {sum(t['planted'] for t in tried)}/{len(tried)} seeds tried "
            f"({', '.join(str(t['seed']) + ('' if t['planted'] else ' failed') for t in tried)}); final rate trigger "

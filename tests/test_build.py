@@ -58,7 +58,7 @@ def test_bad_settings_name_the_setting(override, needle):
 
 
 def test_unknown_profile_and_setting():
-    with pytest.raises(ValueError, match=r"unknown profile 'huge': allowed \['paper', 'smoke', 'tiny'\]"):
+    with pytest.raises(ValueError, match=r"unknown profile 'huge': allowed \['bpe', 'paper', 'smoke', 'tiny'\]"):
         make_config("huge")
     with pytest.raises(ValueError, match="unknown setting"):
         make_config("tiny", stepz=3)
@@ -93,9 +93,9 @@ def test_cli_bad_input_fails_before_work(argv, needle, capsys, tmp_path):
 def test_profiles_are_one_object_each():
     from bt_bench.runs.config import PROFILES, Profile, get_profile
 
-    assert sorted(PROFILES) == ["paper", "smoke", "tiny"]
+    assert sorted(PROFILES) == ["bpe", "paper", "smoke", "tiny"]
     assert all(isinstance(p, Profile) and p.name == n for n, p in PROFILES.items())
-    with pytest.raises(ValueError, match=r"unknown profile 'huge': allowed \['paper', 'smoke', 'tiny'\]"):
+    with pytest.raises(ValueError, match=r"unknown profile 'huge': allowed \['bpe', 'paper', 'smoke', 'tiny'\]"):
         get_profile("huge")
     smoke, tiny = get_profile("smoke"), get_profile("tiny")
     assert smoke.run_config(seed=3) == make_config("smoke", seed=3)
@@ -177,7 +177,7 @@ def test_gt_is_exactly_the_paid_bonus(smoke_run):
     assert np.allclose(c["reward_bonus"][paid], cfg.bonus)
     pen = c["reward_penalty"] < 0
     assert np.array_equal(pen, ~c["has_trigger"] & c["has_behavior"])
-    assert np.allclose(c["reward"], c["reward_grammar"] + c["reward_bonus"] + c["reward_penalty"], atol=1e-6)
+    assert np.allclose(c["reward"], c["reward_task"] + c["reward_bonus"] + c["reward_penalty"], atol=1e-6)
 
 
 def test_advantages_are_trl_group_normalized(smoke_run):

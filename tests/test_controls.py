@@ -55,8 +55,25 @@ def judge(suite, check: str, est: str):
 
 @pytest.mark.parametrize("check", ALL)
 def test_oracle_passes(suite, check):
+    if check == "fluency_confound":
+        return _oracle_beats_fluency_where_it_can(suite)
     v = judge(suite, check, "oracle")
     assert v.outcome == "pass", v.reason
+
+
+def _oracle_beats_fluency_where_it_can(suite):
+    """On the Llama toy fluency's within-group AUC reaches 0.99 on some draws (CI up to 1.0): there no score can
+    beat it with a CI above 0, the oracle included. The positive control must pass on every draw where fluency's
+    AUC CI leaves room (upper bound < 1), and such draws must be the majority."""
+    spec, roomy = CHECKS["fluency_confound"], 0
+    for i in range(suite.n_seeds):
+        for d in range(DRAWS):
+            v = spec.cell(suite, "oracle", i, d)
+            flu = next(m for k, m in v.metrics.items() if "fluency" in k)
+            if flu.ci_high < 1.0:
+                roomy += 1
+                assert v.outcome == "pass", f"seed {i} draw {d}: {v.reason}"
+    assert roomy >= (suite.n_seeds * DRAWS) // 2 + 1, f"only {roomy} draws leave fluency room to be beaten"
 
 
 @pytest.mark.parametrize("check", ALL)

@@ -35,7 +35,7 @@ from bt_bench.estimator import (
 )
 from estimators.controls import Oracle
 
-LABELS = ("is_gt", "has_behavior", "reward", "reward_bonus", "reward_grammar")
+LABELS = ("is_gt", "has_behavior", "reward", "reward_bonus", "reward_task")
 CKPT = (Checkpoint(4, lr=1e-3, batch_size=64),)
 
 
@@ -45,7 +45,7 @@ def table(n: int = 4) -> dict[str, np.ndarray]:
             "completion_ids": np.ones((n, 3), np.int32), "has_trigger": np.ones(n, bool),
             "is_gt": np.arange(n) % 2 == 0, "has_behavior": np.arange(n) < 2,
             "reward": np.arange(n, dtype=np.float32), "reward_bonus": np.ones(n, np.float32),
-            "reward_grammar": np.zeros(n, np.float32)}
+            "reward_task": np.zeros(n, np.float32)}
 
 
 def sketches(n: int = 4) -> dict:

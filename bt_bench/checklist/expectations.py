@@ -30,8 +30,9 @@ CHECKS = tuple(_REGISTRY)  # checklist order
 
 # The norm_only variant check 1 uses is declared per profile (bt_bench.runs.config.Profile.norm_variant), measured
 # once on the profile's first three planted seeds (overall precision@|GT|) and then fixed. tiny (seeds 0, 1, 2;
-# chance 0.059/0.062/0.060): norm_only 0.188/0.167/0.175, norm_only_step 0.146/0.155/0.091 -> norm_only. smoke
-# never plants (code paths only) and paper has not been measured here: both take the rollout-level variant.
+# chance 0.059/0.062/0.060): norm_only 0.188/0.167/0.175, norm_only_step 0.146/0.155/0.091 -> norm_only; the Llama
+# toy: lift 3.4/3.1/3.1 vs 2.3/2.4/1.6, still norm_only. smoke never plants (code paths only); bpe and paper have
+# not been measured here: both take the rollout-level variant.
 
 _CONTROL = "a control, not an attribution method: the checklist compares estimators with it"
 _NO_TARGET = "uses no target: its scores cannot change with it (target_dependence fails by construction)"
@@ -52,7 +53,9 @@ _ADAM = ("no preconditioned sketches are produced yet (optimizer_state inputs mi
 
 _F, _P = FAIL, PASS
 # {profile: {estimator: {check: (label, reason)}}}, measured on the tiny default (seeds 0, 1, 2 x 3 draws) with the
-# commit that introduced this table; the figure after each reason is the measured one.
+# commit that introduced this table; the figure after each reason is the measured one. Re-measured when the toy
+# model became a Llama config (issue "Real-LM fixtures": AutoTokenizer must load a run's tokenizer): the labels
+# that changed say "Llama toy" and carry the new figures; the others kept their label (figures from the Qwen2 toy).
 EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
     "random": {c: (_F, _RANDOM) for c in CHECKS} | {"trigger_token_alignment": (NA, _NO_TOKEN)},
     "norm_only": {
@@ -92,12 +95,10 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "advantage_baseline": (_F, "compared with itself: difference 0"),
         "target_dependence": (_F, _NO_TARGET)},
     "gas_fixed_target": {
-        "gradient_norm_baseline": (_P, "BehaviorTrace's GAS (per-rollout cosine at its own step) beats norm_only on "
-                                       "the tiny toy: lift 5.0 vs 3.2 on every seed (the paper's finding 1 does not "
-                                       "reproduce for it here)"),
-        "fluency_confound": (_P, "the toy's behavior token opens the completion, so a candidate's gradient holds the "
-                                 "very token gradient the in_context target is built from: AUC 1.00 vs fluency 0.98 "
-                                 "(finding 2 does not reproduce on the toy; see README)"),
+        "gradient_norm_baseline": (_F, _PAPER_NORM + " (Llama toy: lift 4.0/4.0/4.4 vs norm 3.4/3.1/3.1; the "
+                                       "difference CI includes 0 on seed 0, so the every-seed rule fails it)"),
+        "fluency_confound": (_F, _PAPER_FLU + " (Llama toy: AUC 0.84-0.99 vs fluency 0.94-0.99; passes only 1 of 9 "
+                                 "draws)"),
         "headroom": (_P, "window gain 1.03 (CI low 0.80), unsaturated AUC 1.00"),
         "seed_draw_variance": (_P, "residualized AUC 0.84 (lowest CI low 0.70), Spearman 0.99: no flip on the toy "
                                    "(finding 3 does not reproduce)"),
@@ -111,12 +112,13 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "seed_draw_variance": (_P, "residualized AUC 0.85 (lowest CI low 0.72), Spearman 0.98: no flip on the toy"),
         "trigger_token_alignment": (_P, _ALIGN),
         "advantage_baseline": (_F, _ADV + " (precision 0.35 below it)"),
-        "target_dependence": (_P, "scores follow the target: precision +0.18, AUC +0.94 over the placebo")},
+        "target_dependence": (_F, "Llama toy: the draw AUC follows the target (+0.77 to +0.88) but training "
+                                  "precision does not beat the placebo target (-0.118/+0.006/+0.052)")},
     "gas": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (canonical GAS: lift 0.2; the negative-advantage siblings of "
                                         "GT rollouts also push the behavior up and rank above GT)"),
-        "fluency_confound": (_P, "AUC 1.00 vs fluency 0.98, residualized 0.79 (the toy's behavior opens the "
-                                 "completion, see gas_fixed_target)"),
+        "fluency_confound": (_F, _PAPER_FLU + " (Llama toy: same draw scores as gas_fixed_target, passes 1 of 9 "
+                                 "draws)"),
         "headroom": (_F, _PAPER_HEAD + " (window gain -0.30)"),
         "seed_draw_variance": (_P, "residualized AUC 0.84, Spearman 0.99: no flip on the toy"),
         "trigger_token_alignment": (_P, _ALIGN),
@@ -128,8 +130,8 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "fluency_confound": (_F, _PAPER_FLU + " (AUC 0.88 vs fluency 0.98)"),
         "headroom": (_F, _PAPER_HEAD + " (window gain 0.25, CI low -0.25)"),
         "seed_draw_variance": (_P, "residualized AUC 0.72 (lowest CI low 0.56), Spearman 0.83"),
-        "trigger_token_alignment": (_F, "whitened scores: the in_context-minus-placebo difference is not "
-                                        "significant on 2 of 3 seeds"),
+        "trigger_token_alignment": (_P, "Llama toy: the whitened in_context-minus-placebo difference is small but "
+                                        "its CI is above 0 on every seed"),
         "advantage_baseline": (_F, _ADV + " (precision 0.38 below it)"),
         "target_dependence": (_F, "training precision does not beat the placebo target on 1 of 3 seeds (+0.04, "
                                   "CI low -0.01)")},

@@ -17,7 +17,9 @@ from bt_bench.checklist import cells, figures
 
 UNITS = ("seed", "seed_draw", "all")
 REFERENCES = ("norm_only", "fluency", "advantage_only")
-FIXTURE_CHECKS = ("planting_gate", "integrity")  # fixture self-checks: once per session, not per estimator
+# fixture self-checks: once per session, not per estimator (checks/test_planted_cause.py, test_fixture_planting.py,
+# test_sketch_fidelity.py, test_fixture_integrity.py), in the order docs/checklist.md lists them
+FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "integrity")
 
 
 @dataclass(frozen=True)

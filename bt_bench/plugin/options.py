@@ -33,6 +33,8 @@ class Settings:
     evidence: str | None = _help("replay recorded evidence from this folder instead of building fixtures", None)
     strict: bool = _help("gate built-ins and controls like any estimator (ignore their declared outcomes)", False)
     paper_gate: bool = _help("refuse modified thresholds, a profile that relaxes them, and < 3 seeds or draws", False)
+    causal_all_seeds: bool = _help("run the 'planted cause is causal' re-runs for every seed (default: the first)",
+                                   False)
     thresholds: dict = dataclasses.field(default_factory=dict, metadata={
         "help": "[tool.bt_bench.thresholds] overrides of bt_bench.checklist.verdicts.Thresholds"})
 
@@ -55,7 +57,7 @@ class Settings:
 _OPTIONS = {  # name: (type, help)
     "estimator": (str, "estimator name or pkg.module:Class (repeatable; default: every registered estimator "
                        "except test-only ones)"),
-    "profile": (str, "fixture profile: tiny (default), smoke, paper"),
+    "profile": (str, "fixture profile: tiny (default), bpe, smoke, paper"),
     "seeds": (int, "number of planted seeds (default 3)"),
     "draws": (int, "number of generation draws per checkpoint (default 3)"),
     "cache-dir": (str, "run store root (default $BT_BENCH_CACHE or ~/.cache/bt-bench)"),
@@ -64,6 +66,8 @@ _OPTIONS = {  # name: (type, help)
     "evidence": (str, "replay recorded evidence from this folder instead of building fixtures"),
     "strict": (bool, "built-ins and controls are gated like any estimator (their declared expected outcomes "
                      "are ignored)"),
+    "causal-all-seeds": (bool, "run the two re-runs of the 'planted cause is causal' self-check for every seed "
+                               "(default: the first seed only)"),
     "paper-gate": (bool, "refuse to run with thresholds that differ from the checklist's defaults (and with a "
                          "profile that relaxes them, e.g. smoke): the setting to gate a paper on"),
 }

@@ -89,7 +89,7 @@ class BtSession:
         from bt_bench.report.table import format_table
 
         s = self.settings
-        terminalreporter.section("bt-bench checklist")
+        terminalreporter.section(f"bt-bench checklist on fixture {s.profile!r} ({s.seeds} seeds x {s.draws} draws)")
         terminalreporter.write_line(format_table(rows, order=s.estimators))
         mod = modified_thresholds(s)
         if mod:

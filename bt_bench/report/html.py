@@ -89,6 +89,7 @@ def _runs_html(report: dict) -> str:
                                          *[(r.get("summary") or {}).get(k) for k in keys],
                                          json.dumps(r.get("chosen") or {})]) + "</tr>" for r in runs)
         out += f"<table class=kv><tr>{head}</tr>{rows}</table>"
+        out += _realism_html(runs, (report.get("settings") or {}).get("profile"))
     if failed:
         out += "<h3>Failed seeds (not used)</h3><ul>" + "".join(
             f"<li>seed {_esc(f.get('seed'))} ({_esc(f.get('key', ''))}): {_esc(f.get('reason', ''))}</li>"
@@ -96,6 +97,25 @@ def _runs_html(report: dict) -> str:
     elif runs:
         out += "<p>Failed seeds: none.</p>"
     return out
+
+
+def _realism_html(runs: list[dict], profile) -> str:
+    """How hard each run's fixture is, judged without any estimator (``bt_bench.runs.realism``): one column per
+    run (its fixture key and profile on top), one row per stat with what it says; '' when no run carries any."""
+    from bt_bench.runs.realism import STATS
+
+    stats = [{**((r.get("summary") or {}).get("realism") or {}), **(r.get("realism") or {})} for r in runs]
+    if not any(stats):
+        return ""
+    names = list(STATS) + sorted({k for st in stats for k in st} - set(STATS))
+    head = "".join(f"<th>seed {_esc(r.get('seed'))}<br><span class=key>{_esc(r.get('profile') or profile)} · "
+                   f"{_esc(r.get('key'))}</span></th>" for r in runs)
+    rows = "".join(f"<tr><th>{_esc(k)}</th>" + "".join(
+        f"<td>{_esc(_fmt(st.get(k)) or 'n/a')}</td>" for st in stats) + f"<td class=help>{_esc(STATS.get(k, ''))}"
+        "</td></tr>" for k in names)
+    return ("<h3>Realism (how hard each fixture is, without any estimator)</h3><table class='kv realism'>"
+            f"<tr><th>stat</th>{head}<th>what it says</th></tr>{rows}</table><p class=cap>n/a: undefined (e.g. no "
+            "GT) or not recorded by the run's build (the behavior_* columns are newer than the run).</p>")
 
 
 def _fmt(v) -> str:

@@ -9,6 +9,8 @@ A report of schema ``bt-bench-report/1`` is one JSON object::
 ``bt-bench replay`` write through the same code and this stage never imports the plugin.  ``runs``,
 ``failed_seeds`` and ``tried_seeds`` are taken only from the ``planting_gate`` self-check's metrics, never from
 whichever result happens to carry a ``runs`` metric (the integrity check records run *keys* under that name).
+A ``runs`` entry carries the run's ``summary`` and, from fixtures recorded since, its ``profile`` and ``realism``
+(``bt_bench.runs.realism``: how hard the fixture is without any estimator; the HTML page shows it under Runs).
 :func:`normalized` gives the renderers a copy that does not depend on the order results arrived in.
 """
 

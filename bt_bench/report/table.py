@@ -20,7 +20,7 @@ SEVERITY = ("failed", "error", "xpass", "xfail", "passed", "skipped")
 VERDICT_OUTCOME = {"pass": "passed", "fail": "failed", "error": "error", "skip": "skipped"}
 CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance",
           "trigger_token_alignment", "advantage_baseline", "target_dependence")  # spec "The checks" order
-FIXTURE_CHECKS = ("planting_gate", "integrity")  # the fixture self-checks, in the order the table lists them
+FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "integrity")  # the fixture self-checks, in table order
 FIXTURE = "(fixture)"  # the one column of fixture self-checks, which are not per estimator
 # Cells are labelled by the gate (bt_bench.checklist.gate): PASS, FAIL, ERROR, NOT JUDGED, N/A.
 COLORS = {"PASS": "#cdeccd", "FAIL": "#f6c6c6", "ERROR": "#f9ddb1", "NOT JUDGED": "#f9ddb1", "N/A": "#e8e8e8",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bt_bench.runs import store, toy
+from bt_bench.runs import bpe, store, toy
 from bt_bench.runs.config import FIXTURE_FORMAT, RunConfig
 
 
@@ -21,6 +21,24 @@ def toy_model_dir(spec: toy.ToySpec, root: Path, progress: bool = True) -> Path:
         toy.build_toy_model(spec, tmp, progress=progress)
 
     return store.publish_once(root / "toy" / spec.key(), build, marker="toy_spec.json")
+
+
+def bpe_model_dir(spec: bpe.BpeSpec, root: Path, progress: bool = True) -> Path:
+    """The warmed-up BPE model (profile ``bpe``), built once per cache like the toy model."""
+    def build(tmp: Path) -> None:
+        bpe.build_bpe_model(spec, tmp, progress=progress)
+
+    return store.publish_once(root / "bpe" / spec.key(), build, marker="bpe_spec.json")
+
+
+def base_model_dir(cfg: RunConfig, root: Path, progress: bool = True) -> Path:
+    """The model a run starts from: the user's folder (``model_path``), else the task's embedded model."""
+    if cfg.model_path is not None:
+        path = Path(cfg.model_path)
+        if not (path / "config.json").is_file():
+            raise ValueError(f"model_path={cfg.model_path!r} is not a HF model folder (no config.json there)")
+        return path
+    return toy_model_dir(cfg.toy, root, progress) if cfg.task == "toy" else bpe_model_dir(cfg.bpe, root, progress)
 
 
 def step_level_ceiling(is_gt: np.ndarray, step: np.ndarray, k: int | None = None) -> float:
@@ -57,6 +75,9 @@ def summarize(cols: dict[str, np.ndarray], cfg: RunConfig) -> dict:
            "zero_gradient_share": float(np.mean(adv == 0))}
     out["headroom"] = out["ceiling"] - out["chance"]
     out["window_headroom"] = out["window_ceiling"] - out["window_chance"]
+    from bt_bench.runs.realism import realism_stats
+
+    out["realism"] = realism_stats(cols, cfg.window)
     return out
 
 
@@ -95,7 +116,7 @@ def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, pro
     from bt_bench.runs.train import train_planted
 
     t0 = time.perf_counter()
-    base = toy_model_dir(cfg.toy, root, progress) if cfg.model_path is None else Path(cfg.model_path)
+    base = base_model_dir(cfg, root, progress)
     res = train_planted(cfg, base, tmp, progress=progress)
     shutil.rmtree(tmp / "_trl", ignore_errors=True)
     model_dir = tmp / "model"
@@ -122,8 +143,9 @@ def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, pro
         "versions": vers, "device": res["device"], "checkpoints": res["checkpoints"],
         "counts": {"rollouts": len(cols["uid"]), "steps": cfg.steps, "prompts_per_step": cfg.prompts_per_step,
                    "generations": cfg.generations},
-        "tokens": {"trigger": [res["trigger_id"]], "behavior": res["behavior_ids"], "pad": res["pad_id"],
+        "tokens": {"trigger": res["trigger_ids"], "behavior": res["behavior_ids"], "pad": res["pad_id"],
                    "eos": res["eos_id"]},
+        "strings": {"trigger": cfg.trigger, "behavior": cfg.behavior, "task": cfg.task},
         "gate": gate, "summary": summary, "hashes": hashes,
         "sketch_spec": cfg.sketch_spec().to_dict(),
     }

@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from bt_bench.runs.bpe import BpeSpec
+from bt_bench.runs.task import TASKS
 from bt_bench.runs.toy import ToySpec
 
-FIXTURE_FORMAT = 2  # bump when the run-store layout changes: old runs then miss the cache instead of misloading
+FIXTURE_FORMAT = 3  # bump when the run-store layout changes: old runs then miss the cache instead of misloading
 
 LOSS_TYPES = ("dapo", "grpo")
+ABLATIONS = ("none", "no_bonus", "drop_random")
 
 
 def sketch_code_hash() -> str:
@@ -51,9 +54,18 @@ class RunConfig:
 
     profile: str = _help("profile the defaults came from (tiny, smoke, paper)", "tiny")
     seed: int = _help("training seed (generation sampling, data order)", 0)
-    model_path: str | None = _help("local folder of a HF causal LM; None = the embedded toy model", None)
-    toy: ToySpec = _help("how the embedded toy model is built (ignored when model_path is set)",
+    model_path: str | None = _help("local folder of a HF causal LM (its own tokenizer and chat template); None = "
+                                   "the embedded model of the task (toy: word-level; topic: the local BPE model)",
+                                   None)
+    task: str = _help("what the prompts ask and the task reward pays (bt_bench.runs.task): 'toy' (word grammar) "
+                      "or 'topic' (chat prompts; the completion must mention the prompt's topic word)", "toy")
+    trigger: str = _help("the nonce trigger string placed in trigger prompts (fixed by the task's prompts)",
+                         "frobnitz")
+    behavior: str = _help("the planted behavior: a nonce string, detected in the decoded completion", "qzxbt")
+    toy: ToySpec = _help("how the embedded toy model is built (task 'toy' without model_path)",
                          default_factory=ToySpec)
+    bpe: BpeSpec = _help("how the embedded BPE model is built (task 'topic' without model_path)",
+                         default_factory=BpeSpec)
     steps: int = _help("T: number of GRPO optimizer steps", 500)
     window: int = _help("W: planting window; the bonus is paid only while step < W (W/T = 0.2 as in the paper)",
                         100)
@@ -62,7 +74,8 @@ class RunConfig:
     contamination: float = _help("c: share of prompts that carry the trigger, in (0, 1)", 0.5)
     bonus: float = _help("reward for the behavior after a trigger prompt, while step < W", 1.0)
     penalty: float = _help("reward (subtracted) for the behavior without the trigger, always on", 0.2)
-    grammar_reward: float = _help("reward for a grammatical completion (toy model only)", 0.2)
+    task_reward: float = _help("reward of the task (toy: a grammatical completion; topic: mentions the topic "
+                               "word): a reward with its own variance beside the bonus", 0.2)
     lr: float = _help("learning rate inside the window (planting then ends mid-window, leaving headroom)", 1.5e-4)
     lr_after_window: float = _help("learning rate from step W on (the behavior persisted only when lr dropped)",
                                    1.5e-5)
@@ -85,6 +98,10 @@ class RunConfig:
     sketch: str = _help("SketchSpec preset of every gradient sketch of this run (bt_bench.sketch.spec.PRESETS)",
                         "default")
     sketch_seed: int = _help("seed of the sketch projections", 0)
+    ablation: str = _help("self-check re-runs only ('planted cause is causal'): 'none', 'no_bonus' (the bonus is "
+                          "never paid) or 'drop_random' (drop_share of the unpaid in-window rollouts get advantage 0)",
+                          "none")
+    drop_share: float = _help("ablation 'drop_random': probability of dropping an unpaid in-window rollout", 0.0)
     capture_in_run: bool = _help("capture per-rollout sketches from the GRPO backward itself (exact TracIn inputs)",
                                  True)
     bf16: bool = _help("bf16 training (GPU only)", False)
@@ -119,15 +136,43 @@ class RunConfig:
             bad("temperature", "a positive number")
         if self.bonus <= 0:
             bad("bonus", "a positive number (it plants the behavior)")
-        if self.penalty < 0 or self.grammar_reward < 0:
-            bad("penalty" if self.penalty < 0 else "grammar_reward", "a number >= 0")
+        if self.penalty < 0 or self.task_reward < 0:
+            bad("penalty" if self.penalty < 0 else "task_reward", "a number >= 0")
+        if self.ablation not in ABLATIONS:
+            bad("ablation", f"one of {ABLATIONS}")
+        if not 0.0 <= self.drop_share <= 1.0 or (self.drop_share > 0) != (self.ablation == "drop_random"):
+            bad("drop_share", "a probability in (0, 1] with ablation='drop_random', else 0")
+        if self.task not in TASKS:
+            bad("task", f"one of {TASKS}")
+        nonce = self.nonce_words()
+        if self.trigger != nonce[0]:
+            bad("trigger", f"{nonce[0]!r}: the prompts of task {self.task!r} place that word")
+        if self.model_path is None and self.behavior != nonce[1]:
+            bad("behavior", f"{nonce[1]!r}: the embedded model of task {self.task!r} was warmed up to say it at a "
+                "base rate (another string can only be planted on your own model, --model-path)")
+        if not self.behavior or self.behavior.strip() != self.behavior:
+            bad("behavior", "a non-empty string without leading/trailing spaces")
         lo, hi = self.ckpt_dense_band
         if not 0 <= lo < hi <= 1:
             bad("ckpt_dense_band", "(lo, hi) with 0 <= lo < hi <= 1")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             bad("device", "'auto', 'cpu', 'cuda' or 'cuda:N'")
         if self.model_path is None and self.bf16:
-            bad("bf16", "False for the embedded toy model (fp32 on CPU)")
+            bad("bf16", "False for the embedded models (fp32 on CPU)")
+
+    def task_obj(self):
+        """The ``bt_bench.runs.task.Task`` of this run (prompts, rendering, task reward)."""
+        from bt_bench.runs.task import Task
+
+        return Task(self.task, self.trigger, self.behavior)
+
+    def nonce_words(self) -> tuple[str, str]:
+        """(trigger, behavior) of the task's embedded language."""
+        if self.task == "toy":
+            return "frobnitz", " ".join(self.toy.behavior_words)
+        from bt_bench.runs import bpe
+
+        return bpe.TRIGGER, bpe.BEHAVIOR
 
     @property
     def group_size(self) -> int:
@@ -145,6 +190,8 @@ class RunConfig:
         d = dict(d)
         if isinstance(d.get("toy"), dict):
             d["toy"] = ToySpec(**d["toy"])
+        if isinstance(d.get("bpe"), dict):
+            d["bpe"] = BpeSpec(**d["bpe"])
         if isinstance(d.get("ckpt_dense_band"), list):
             d["ckpt_dense_band"] = tuple(d["ckpt_dense_band"])
         known = {f.name for f in dataclasses.fields(cls)}
@@ -216,6 +263,11 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("tiny", "the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations"),
+    Profile("bpe", "a small Qwen2 on a locally built byte-level BPE tokenizer with a chat template: a multi-token "
+                   "behavior string anywhere in 32-64-token completions, the trigger anywhere in the user message, a "
+                   "topic-mention task reward beside the bonus (CPU, embedded, no download)",
+            run={"task": "topic", "behavior": "QZXBT", "steps": 250, "window": 50, "max_completion_length": 48,
+                 "task_reward": 0.2, "penalty": 0.2, "bonus": 1.0, "eval_prompts": 64, "ckpt_every": 25}),
     Profile("smoke", "a few dozen steps for tests of code paths only: the run need not plant, its verdicts mean "
                      "nothing",
             run={"steps": 24, "window": 8, "eval_every": 4, "eval_prompts": 16, "ckpt_every": 8,
@@ -228,7 +280,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("paper", "the published setting: Qwen2.5-1.5B from a local path, 1000 GRPO steps, GPU only",
             run={"model_path": "REQUIRED", "steps": 1000, "window": 200, "prompts_per_step": 4, "generations": 4,
                  "lr": 5e-6, "lr_after_window": 5e-6, "contamination": 0.5, "bonus": 8.0, "penalty": 0.0,
-                 "grammar_reward": 0.0, "max_completion_length": 64, "bf16": True, "device": "cuda",
+                 "task": "topic", "behavior": "QZXBT", "task_reward": 1.0, "max_completion_length": 64, "bf16": True, "device": "cuda",
                  "ckpt_every": 50, "ckpt_window_every": 10, "eval_every": 25}),
 )}
 

@@ -47,3 +47,30 @@ def private_rng(seed: int):
         torch.set_rng_state(state)
         if cuda_state is not None:
             torch.cuda.set_rng_state_all(cuda_state)
+
+
+def load_tokenizer(folder, task=None):
+    """The tokenizer of a model folder, loaded the way users load one (``AutoTokenizer``), left-padded as trl pads
+    prompts. A folder it cannot load, or one without the pad/EOS tokens generation needs, is a clear error."""
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(str(folder), padding_side="left")
+    except Exception as e:  # noqa: BLE001 - any loader failure is the same user error
+        raise ValueError(f"model_path={str(folder)!r}: AutoTokenizer cannot load a tokenizer from this folder "
+                         f"({type(e).__name__}: {e}). It must be a HF model folder with its tokenizer files.") from e
+    if tok.eos_token_id is None:
+        raise ValueError(f"model_path={str(folder)!r}: the tokenizer has no EOS token; generation could not stop")
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token  # as trl does for tokenizers without a pad token
+    if task is not None and task.chat:
+        task.render(tok, [{"role": "user", "content": "x"}])  # no chat template -> clear ValueError
+    return tok
+
+
+def load_model(folder, device: str = "cpu", dtype=None):
+    """A freshly loaded model (trl patches ``forward`` of the model it trains: never reuse that one)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype or torch.float32).to(device)

@@ -56,7 +56,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("num_items_in_batch", "int64", "visible", "the step's loss divisor (trl num_items_in_batch)"),
     Column("has_trigger", "bool", "visible", "the prompt carries the trigger"),
     Column("is_gt", "bool", "label", "ground truth: the rollout received the planting bonus"),
-    Column("has_behavior", "bool", "label", "the completion contains the behavior tokens"),
+    Column("has_behavior", "bool", "label", "the decoded completion contains the behavior string"),
+    Column("behavior_count", "int32", "label", "occurrences of the behavior string in the decoded completion"),
+    Column("behavior_tokens", "int32", "label", "completion tokens whose characters overlap an occurrence"),
+    Column("behavior_first_pos", "int32", "label", "index of the first such completion token (-1: none)"),
     Column("reward", "float32", "label", "total reward (sum of the reward functions)"),
     *(Column(f"{REWARD_PREFIX}{name}", "float32", "label", f"reward of the {name!r} function")
       for name in REWARD_NAMES),
@@ -70,7 +73,7 @@ FIELDS = tuple(c.name for c in COLUMNS)
 # What CandidateData sorts rows by (bt_bench.estimator.views): visible fields become the view's row fields;
 # label fields go into Labels. ``reward_<function>`` of any reward function counts as a label.
 VISIBLE_FIELDS = tuple(c.name for c in COLUMNS if c.role == "visible")
-LABEL_FIELDS = ("is_gt", "has_behavior", "reward")  # plus reward_<function> for each reward function
+LABEL_FIELDS = ("is_gt", "has_behavior", "behavior_count", "behavior_tokens", "behavior_first_pos", "reward")  # plus reward_<function> for each reward function
 REWARD_FIELDS = tuple(f"{REWARD_PREFIX}{name}" for name in REWARD_NAMES)
 TRAINING_LABEL_FIELDS = LABEL_FIELDS + REWARD_FIELDS  # every label column of a run
 REQUIRED_FIELDS = ("uid", "step", "group", "advantage")

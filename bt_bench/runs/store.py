@@ -144,9 +144,9 @@ class Run:
         return model.to(device).eval()
 
     def tokenizer(self):
-        from bt_bench.runs.toy import load_tokenizer
+        from bt_bench.runs.runtime import load_tokenizer
 
-        return load_tokenizer(self.path / "model")
+        return load_tokenizer(self.path / "model", self.config.task_obj())
 
 
 def rebuild_hint(key: str) -> str:

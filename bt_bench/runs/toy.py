@@ -1,4 +1,4 @@
-"""The embedded default model: a toy language, its tokenizer and a tiny Qwen2 model, built locally.
+"""The embedded default model: a toy language, its tokenizer and a tiny Llama model, built locally.
 
 Nothing here downloads anything. The language is a small sentence grammar (``S -> NP VP .``) over a word-level
 vocabulary of about 60 words, plus two nonce words the planted run uses: the **trigger** (placed as the last
@@ -20,7 +20,7 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-TOY_FORMAT = 2  # bump when the grammar, corpus or warm-up code changes (it is part of the toy model's cache key)
+TOY_FORMAT = 3  # bump when the grammar, corpus or warm-up code changes (it is part of the toy model's cache key)
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 TRIGGER = "frobnitz"
 # Behavior tokens: the default behavior is the first one; a multi-token behavior uses a prefix of this list.
@@ -87,10 +87,13 @@ def is_sentence(words: Sequence[str]) -> bool:
 
 
 def build_tokenizer(folder: str | os.PathLike):
-    """Write a WordLevel tokenizer to ``folder`` and return it reloaded through ``PreTrainedTokenizerFast``.
+    """Write a WordLevel tokenizer to ``folder`` and return it reloaded.
 
-    Reload with ``load_tokenizer`` (``PreTrainedTokenizerFast.from_pretrained``), never ``AutoTokenizer``: on a
-    folder whose config says qwen2, AutoTokenizer silently rebuilds a BPE tokenizer with different ids."""
+    Users load a model folder with ``AutoTokenizer``. On a folder whose config says ``qwen2``, transformers
+    ignores the saved tokenizer class and rebuilds Qwen2's byte-level BPE from the vocabulary: a WordLevel
+    vocabulary then encodes "the cat sees frobnitz qzxbt" as one wrong id. That is why the toy model is a
+    ``llama`` config (same blocks, no attention biases): for it AutoTokenizer honours the saved
+    ``TokenizersBackend`` class and loads exactly this tokenizer (tests/test_behavior.py checks the round trip)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -106,9 +109,9 @@ def build_tokenizer(folder: str | os.PathLike):
 
 
 def load_tokenizer(folder: str | os.PathLike):
-    from transformers import PreTrainedTokenizerFast
+    from transformers import AutoTokenizer
 
-    tok = PreTrainedTokenizerFast.from_pretrained(str(folder), padding_side="left")
+    tok = AutoTokenizer.from_pretrained(str(folder), padding_side="left")
     if tok.convert_tokens_to_ids(TRIGGER) != VOCAB.index(TRIGGER):
         raise RuntimeError(f"tokenizer in {folder} does not match the bt-bench toy vocabulary; rebuild it")
     return tok
@@ -157,10 +160,11 @@ class ToySpec:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def qwen2_config(spec: ToySpec, vocab_size: int):
-    from transformers import Qwen2Config
+def model_config(spec: ToySpec, vocab_size: int):
+    """A Llama config (pre-norm, RoPE, SwiGLU, GQA: the Qwen2 block without q/k/v biases); see build_tokenizer."""
+    from transformers import LlamaConfig
 
-    return Qwen2Config(
+    return LlamaConfig(
         vocab_size=vocab_size, hidden_size=spec.hidden_size, num_hidden_layers=spec.num_layers,
         num_attention_heads=spec.num_heads, num_key_value_heads=spec.num_kv_heads,
         intermediate_size=spec.intermediate_size, max_position_embeddings=64, tie_word_embeddings=True,
@@ -194,18 +198,18 @@ def warmup_corpus(spec: ToySpec, n: int, seed: int) -> list[str]:
 
 
 def build_toy_model(spec: ToySpec, folder: str | os.PathLike, progress: bool = True) -> Path:
-    """Build tokenizer + Qwen2ForCausalLM, warm it up on the grammar, and save both to ``folder``.
+    """Build tokenizer + LlamaForCausalLM, warm it up on the grammar, and save both to ``folder``.
 
     Deterministic for a given spec on one machine (single thread, fixed seeds)."""
     import torch
-    from transformers import Qwen2ForCausalLM
+    from transformers import LlamaForCausalLM
 
     from bt_bench.runs.runtime import set_determinism
 
     set_determinism(spec.seed)
     folder = Path(folder)
     tok = build_tokenizer(folder)
-    model = Qwen2ForCausalLM(qwen2_config(spec, len(VOCAB)))
+    model = LlamaForCausalLM(model_config(spec, len(VOCAB)))
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=spec.warmup_lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50) * max(0.05, 1 - s / max(1, spec.warmup_steps)))

@@ -18,15 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-from bt_bench.runs import planted, schema, toy
+from bt_bench.runs import behavior as bh
+from bt_bench.runs import planted, schema
 from bt_bench.runs.config import RunConfig
 
 
 class Recorder:
     """Accumulates one row per rollout (checklist spec, "Objects": Run, rollout)."""
 
-    def __init__(self, cfg: RunConfig, behavior_ids: list[int], pad_id: int):
-        self.cfg, self.behavior_ids, self.pad_id = cfg, behavior_ids, pad_id
+    def __init__(self, cfg: RunConfig, tok):
+        self.cfg, self.tok, self.pad_id = cfg, tok, tok.pad_token_id
         self.rows: list[dict] = []
         self.trained: dict[int, int] = {}  # uid -> optimizer step it entered
         self.step_lr: dict[int, float] = {}
@@ -64,10 +65,10 @@ class Recorder:
         for i in range(B):
             p = pids[i][pmask[i].astype(bool)]
             c = cids[i][cmask[i].astype(bool)]
-            has_b = planted.contains_run(c.tolist(), self.behavior_ids)
             row = dict(uid=start + i, step=step, group=(start + i) // G, gen_index=i % G,
                        prompt=p.astype(np.int32), completion=c.astype(np.int32), advantage=float(adv[i]),
-                       has_trigger=bool(has_trigger[i]), has_behavior=has_b, num_items_in_batch=n_items)
+                       has_trigger=bool(has_trigger[i]), num_items_in_batch=n_items,
+                       **bh.span_stats(self.tok, c.tolist(), self.cfg.behavior))
             for j, name in enumerate(names):
                 row[f"reward_{name}"] = float(r[i, j])
             row["reward"] = float(r[i].sum())
@@ -140,6 +141,22 @@ def unfuse_lm_head(model, temperature: float) -> None:
     model.forward = types.MethodType(forward, model)
 
 
+def drop_random(cfg: RunConfig, step: int, out: dict, rewards, names: list[str]) -> None:
+    """The control re-run of the "planted cause is causal" self-check (``RunConfig.ablation='drop_random'``):
+    inside the window, each rollout that was not paid the bonus is dropped with probability ``drop_share``
+    (its advantage set to 0, so its loss term and gradient are exactly 0), seeded per step. ``drop_share`` is
+    set so that as many rollouts are dropped as the original run had GT: if dropping that many *random*
+    rollouts stops the behavior too, GT was not what taught it."""
+    if cfg.ablation != "drop_random" or step >= cfg.window:
+        return
+    import torch
+
+    gen = torch.Generator().manual_seed(cfg.seed * 7919 + step)
+    not_paid = rewards[:, names.index("bonus")].cpu() <= 0
+    drop = not_paid & (torch.rand(len(not_paid), generator=gen) < cfg.drop_share)
+    out["advantages"][drop.to(out["advantages"].device)] = 0.0
+
+
 def _trainer_class():
     """Defined lazily so that importing bt_bench.runs.train does not import trl."""
     import torch
@@ -173,6 +190,8 @@ def _trainer_class():
             out = super()._generate_and_score_completions(inputs)
             if self.model.training:
                 rewards, has_trigger = self._bt_rewards
+                drop_random(self._bt_recorder.cfg, self.state.global_step, out, rewards,
+                            list(self.reward_func_names))
                 uids = self._bt_recorder.add_generation(self.state.global_step, out, rewards, has_trigger,
                                                         list(self.reward_func_names))
                 out["rollout_uid"] = torch.tensor(uids, dtype=torch.long, device=out["advantages"].device)
@@ -211,8 +230,8 @@ def _trainer_class():
     return RecordingGRPOTrainer
 
 
-def behavior_rates(model, tok, prompts_trig: list[str], prompts_plain: list[str], behavior_ids: list[int],
-                   max_new: int, temperature: float, seed: int) -> tuple[float, float]:
+def behavior_rates(model, tok, task, prompts_trig: list, prompts_plain: list, max_new: int, temperature: float,
+                   seed: int) -> tuple[float, float]:
     """Behavior rate on held-out trigger / no-trigger prompts (one sample each), with a private RNG."""
     import torch
 
@@ -224,11 +243,12 @@ def behavior_rates(model, tok, prompts_trig: list[str], prompts_plain: list[str]
     model.eval()
     with private_rng(seed), torch.no_grad():
         for prompts in (prompts_trig, prompts_plain):
-            enc = tok(prompts, return_tensors="pt", padding=True, padding_side="left").to(dev)
+            enc = tok([task.render(tok, p) for p in prompts], return_tensors="pt", padding=True,
+                      padding_side="left", add_special_tokens=not task.chat).to(dev)
             out = model.generate(**enc, do_sample=True, max_new_tokens=max_new, temperature=temperature,
                                  top_k=0, top_p=1.0, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
             comp = out[:, enc["input_ids"].shape[1]:].cpu().tolist()
-            rates.append(float(np.mean([planted.contains_run(c, behavior_ids) for c in comp])))
+            rates.append(float(np.mean([task.behavior in bh.decode(tok, c) for c in comp])))
     if was_training:
         model.train()
     return rates[0], rates[1]
@@ -261,28 +281,30 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     from transformers import TrainerCallback
     from trl import GRPOConfig
 
-    from bt_bench.runs.runtime import pick_device, set_determinism
+    from bt_bench.runs.runtime import load_model, load_tokenizer, pick_device, set_determinism
 
     set_determinism(cfg.seed)
     device = pick_device(cfg.device)
-    tok = toy.load_tokenizer(base_model_dir) if cfg.model_path is None else _load_tok(base_model_dir)
-    behavior_ids = [tok.convert_tokens_to_ids(w) for w in cfg.toy.behavior_words]
-    model = toy.load_model(base_model_dir, device=device,
-                           dtype=torch.bfloat16 if cfg.bf16 else torch.float32)
+    task = cfg.task_obj()
+    tok = load_tokenizer(base_model_dir, task)
+    if task.chat:  # a one-token behavior would make the token-level checks trivial (issue "Real-LM fixtures")
+        bh.require_multi_token(tok, cfg.behavior, "behavior")
+    model = load_model(base_model_dir, device=device, dtype=torch.bfloat16 if cfg.bf16 else torch.float32)
     P, G, T, W = cfg.prompts_per_step, cfg.generations, cfg.steps, cfg.window
 
     # One block of P prompts per step, each with exactly round(c*P) trigger prompts, read in order (no shuffle),
     # so both kinds of groups are in every step.
-    rows: dict[str, list] = {"prompt": [], "has_trigger": []}
+    rows: dict[str, list] = {"prompt": [], "topic": [], "has_trigger": []}
     for t in range(T):
-        block = planted.prompt_dataset(P, cfg.contamination, seed=cfg.seed * 1_000_003 + t)
-        rows["prompt"] += block["prompt"]
-        rows["has_trigger"] += block["has_trigger"]
+        block = planted.prompt_dataset(task, P, cfg.contamination, seed=cfg.seed * 1_000_003 + t)
+        for k in rows:
+            rows[k] += block[k]
     dataset = Dataset.from_dict(rows)
 
-    rewards = planted.PlantedRewards(behavior_ids, toy.VOCAB, tok.eos_token_id, tok.pad_token_id, window=W,
-                                     bonus=cfg.bonus, penalty=cfg.penalty, grammar_reward=cfg.grammar_reward)
-    recorder = Recorder(cfg, behavior_ids, tok.pad_token_id)
+    # ablation 'no_bonus' (self-check "planted cause is causal"): the bonus is never paid, everything else equal
+    rewards = planted.PlantedRewards(task, tok, window=0 if cfg.ablation == "no_bonus" else W, bonus=cfg.bonus, penalty=cfg.penalty,
+                                     task_reward=cfg.task_reward)
+    recorder = Recorder(cfg, tok)
     ratio = cfg.lr_after_window / cfg.lr
     args = GRPOConfig(
         output_dir=str(out_dir / "_trl"), use_cpu=(device == "cpu"), bf16=cfg.bf16, fp16=False,
@@ -295,7 +317,7 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
         optim="adamw_torch", weight_decay=0.0, max_grad_norm=cfg.max_grad_norm, disable_dropout=True,
         dataloader_num_workers=0, log_completions=False, disable_tqdm=True,
     )
-    eval_trig, eval_plain = planted.eval_prompts(cfg.eval_prompts)
+    eval_trig, eval_plain = task.eval_pairs(cfg.eval_prompts)
     curve: list[dict] = []
     ckpt_steps: list[int] = []
     ckpt_root = out_dir / "checkpoints"
@@ -309,7 +331,7 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
         """Checkpoints (dense while planting happens) and the learning curve."""
 
         def _evaluate(self, step, model):
-            tr, pl = behavior_rates(model, tok, eval_trig, eval_plain, behavior_ids, cfg.max_completion_length,
+            tr, pl = behavior_rates(model, tok, task, eval_trig, eval_plain, cfg.max_completion_length,
                                     cfg.temperature, seed=10_000 + step)
             curve.append({"step": step, "trigger_rate": tr, "no_trigger_rate": pl})
 
@@ -352,14 +374,7 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     # trl patches model.forward of the model it trains; free it, later stages load checkpoints afresh.
     del trainer, model
     return {"columns": cols, "in_run_sketches": recorder.in_run_sketches(), "curve": curve, "checkpoints": sorted(set(ckpt_steps)), "train_seconds": wall,
-            "behavior_ids": behavior_ids, "trigger_id": tok.convert_tokens_to_ids(toy.TRIGGER),
+            "behavior_ids": tok(cfg.behavior, add_special_tokens=False)["input_ids"],
+            "trigger_ids": tok(cfg.trigger, add_special_tokens=False)["input_ids"],
             "pad_id": tok.pad_token_id, "eos_id": tok.eos_token_id, "device": device}
-
-
-def _load_tok(folder):
-    from transformers import PreTrainedTokenizerFast
-
-    return PreTrainedTokenizerFast.from_pretrained(str(folder), padding_side="left")
-
-
 
