@@ -58,7 +58,6 @@ def test_span_covers_exactly_the_occurrence(bpe_tok, text):
 def test_span_when_the_model_splits_the_string_non_canonically(bpe_tok):
     """A sampled completion need not be the canonical encoding of its text: "QZ" + "XBT" written piece by piece."""
     ids = enc(bpe_tok, "the cat ") + enc(bpe_tok, "QZ") + enc(bpe_tok, "XBT") + enc(bpe_tok, " sees")
-    assert ids != enc(bpe_tok, "the cat QZXBT sees") or True  # either way the span is read from the sampled ids
     mask, n = bh.behavior_span(bpe_tok, ids, B)
     assert n == 1
     assert span_text(bpe_tok, ids, mask).strip() == B
