@@ -95,9 +95,10 @@ class Suite:
         if check in DRAW_CHECKS and step_level:
             raise NotApplicable(f"{name} is step-level: the fresh candidates of a draw all share one checkpoint, so "
                                 "a score shared by every rollout of a step cannot rank them")
-        if check == "trigger_token_alignment" and Capability.TOKEN_SKETCHES not in est.capabilities:
-            raise NotApplicable(f"{name} declares no 'token_sketches' capability: it cannot score the gradient "
-                                "restricted to the behavior tokens")
+        token_caps = {Capability.TOKEN_SKETCHES, Capability.MODEL}  # a model estimator gets token_mask()
+        if check == "trigger_token_alignment" and not token_caps & set(est.capabilities):
+            raise NotApplicable(f"{name} declares neither 'token_sketches' nor 'model': it cannot score the "
+                                "gradient restricted to the behavior tokens")
 
     # ------------------------------------------------------------ training rollouts
     def training(self, i: int) -> dict:

@@ -47,6 +47,7 @@ from bt_bench.estimator.contract import (
     is_cosine_scale,
     validate_estimator,
 )
+from bt_bench.estimator.objective import TargetDefinition, rollout_batch, rollout_losses, target_loss
 from bt_bench.estimator.errors import (
     CapabilityError,
     ConstantScoreError,
@@ -109,6 +110,7 @@ __all__ = [
     "ScoreShapeError",
     "ScoringFailedError",
     "Target",
+    "TargetDefinition",
     "check_deterministic",
     "check_labels",
     "check_step_level",
@@ -117,7 +119,10 @@ __all__ = [
     "fit_estimator",
     "is_cosine_scale",
     "labels_allowed",
+    "rollout_batch",
+    "rollout_losses",
     "score_estimator",
+    "target_loss",
     "training_candidates",
     "training_target",
     "validate_estimator",

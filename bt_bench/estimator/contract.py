@@ -157,13 +157,16 @@ def _freeze_vectors(where: str, vectors: Mapping[int, Any]) -> Mapping[int, np.n
 class Target:
     """What the estimator attributes (checklist "Objects: Target"): a k-vector per checkpoint step, in the
     same sketch space as the candidates. ``final_step`` is the fixed checkpoint (default: the latest). For
-    ``optimizer_state`` estimators the sketcher adds ``preconditioned`` (sketches of g / sqrt(v_c + eps))."""
+    ``optimizer_state`` estimators the sketcher adds ``preconditioned`` (sketches of g / sqrt(v_c + eps)).
+    ``definitions`` ({step: ``objective.TargetDefinition``}, where the fixture stores them): the rows each vector
+    was built from, so a model-based estimator rebuilds the target gradient exactly (``loss``)."""
 
     kind: str
     vectors: Mapping[int, np.ndarray]
     final_step: int | None = None
     preconditioned: Mapping[int, np.ndarray] | None = None
     draw: int | None = None
+    definitions: Mapping[int, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in TARGET_KINDS:
@@ -181,6 +184,12 @@ class Target:
             if {v.shape[0] for v in pre.values()} - {self.k}:
                 raise ValueError(f"Target.preconditioned vectors must have k={self.k} like Target.vectors")
             object.__setattr__(self, "preconditioned", pre)
+        if self.definitions is not None:
+            extra = sorted(set(map(int, self.definitions)) - set(self.vectors))
+            if extra:
+                raise ValueError(f"Target.definitions has steps {extra} with no vector (have {sorted(self.vectors)})")
+            object.__setattr__(self, "definitions", MappingProxyType({int(s): d for s, d in
+                                                                      self.definitions.items()}))
 
     @property
     def k(self) -> int:
@@ -195,6 +204,22 @@ class Target:
             raise MissingInputError(estimator, f"target has no vector at checkpoint {step}; "
                                                f"it has {sorted(self.vectors)}")
         return self.vectors[step]
+
+    def definition(self, step: int | None = None, estimator: str = "?") -> Any:
+        """The ``TargetDefinition`` at ``step`` (default: ``final_step``)."""
+        step = self.final_step if step is None else int(step)
+        if self.definitions is None or step not in self.definitions:
+            have = [] if self.definitions is None else sorted(self.definitions)
+            raise MissingInputError(estimator, f"target has no definition at checkpoint {step} (has {have}); "
+                                               "the fixture stores them from derived format 4 on")
+        return self.definitions[step]
+
+    def loss(self, model: Any, step: int | None = None) -> Any:
+        """Scalar torch loss under ``model`` whose -grad, sketched with the run's sketch, is ``at(step)``
+        (``bt_bench.estimator.objective.target_loss``; default step: ``final_step``)."""
+        from bt_bench.estimator.objective import target_loss
+
+        return target_loss(model, self.definition(step))
 
     def preconditioned_at(self, step: int, estimator: str = "?") -> np.ndarray:
         if self.preconditioned is None or step not in self.preconditioned:

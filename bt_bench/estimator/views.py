@@ -91,19 +91,25 @@ class Candidates:
         "_estimator",
         "_fields",
         "_model_loader",
+        "_objective",
         "_sketches",
         "_source",
         "_token_level",
+        "_token_mask",
     )
     # one read-only attribute per visible field of the rollout schema (set below the class)
 
     def __init__(self, estimator: str, capabilities: frozenset[str], fields: Mapping[str, np.ndarray],
                  sketches: Mapping[str, Any], checkpoints: tuple[Checkpoint, ...], source: str,
-                 token_level: bool, model_loader: Callable[[int], Any] | None):
+                 token_level: bool, model_loader: Callable[[int], Any] | None,
+                 objective: Mapping[str, Any] | None = None, token_mask: np.ndarray | None = None):
         self._estimator, self._caps = estimator, frozenset(capabilities)
         self._fields, self._sketches = MappingProxyType(dict(fields)), MappingProxyType(dict(sketches))
         self._checkpoints, self._source, self._token_level = checkpoints, source, token_level
         self._model_loader = model_loader if Capability.MODEL in self._caps else None
+        loss = "token" if token_level else ("policy" if source == "training" else "likelihood")
+        self._objective = MappingProxyType({**(objective or {}), "loss": loss})
+        self._token_mask = token_mask if token_level and Capability.MODEL in self._caps else None
 
     def __len__(self) -> int:
         return len(self._fields["uid"])
@@ -176,12 +182,32 @@ class Candidates:
     def step_grad_norm(self) -> Mapping[int, float]:
         return self._get("step_grad_norm")
 
+    @property
+    def objective(self) -> Mapping[str, Any]:
+        """What ``bt_bench.estimator.objective.rollout_batch`` needs besides the rows: ``loss`` ("policy": trl's
+        GRPO term of a training rollout; "likelihood": -sum log p of a fresh draw's completion; "token": -sum
+        log p over the behavior span of a token-restricted view), ``loss_type``, ``temperature``,
+        ``loss_batch_size``."""
+        return self._objective
+
+    def token_mask(self) -> np.ndarray:
+        """[M, Lc] the behavior's token span, in a token-restricted view for ``model`` estimators only (the
+        token sketches' counterpart: zero rows for candidates without the behavior, which the check ignores)."""
+        if Capability.MODEL not in self._caps:
+            raise CapabilityError(self._estimator, "token_mask is for 'model' estimators (declare it)")
+        if self._token_mask is None:
+            raise MissingInputError(self._estimator, "token_mask is given only in a token-restricted view")
+        return self._token_mask
+
     def model(self, step: int) -> Any:
+        """A freshly loaded HF model at checkpoint ``step`` (one of ``checkpoints``): eval mode, the run's device,
+        the plain forward (never trl's patched one). Loaded once per process, a new copy per call."""
         if Capability.MODEL not in self._caps:
             raise CapabilityError(self._estimator, "asked for the model without declaring capability 'model'")
         if self._model_loader is None:
             raise MissingInputError(self._estimator, "this data provides no model loader")
-        return self._model_loader(step)
+        self.checkpoint(int(step))  # only the checkpoints this view lists
+        return self._model_loader(int(step))
 
 
 for _name in VISIBLE_FIELDS:  # uid, step, group, gen_index, tokens, advantage, lr, ... (bt_bench.runs.schema)
@@ -199,7 +225,8 @@ class CandidateData:
 
     def __init__(self, rows: Mapping[str, Any], sketches: Mapping[str, Any] | None = None, *,
                  checkpoints: Sequence[Checkpoint] = (), source: str = "training",
-                 model_loader: Callable[[int], Any] | None = None, token_level: bool = False):
+                 model_loader: Callable[[int], Any] | None = None, token_level: bool = False,
+                 objective: Mapping[str, Any] | None = None, token_mask: Any = None):
         if source not in SOURCES:
             raise ValueError(f"CandidateData.source must be one of {SOURCES}, got {source!r}")
         visible, labels = {}, {}
@@ -222,6 +249,10 @@ class CandidateData:
         if len({c.step for c in self.checkpoints}) != len(self.checkpoints):
             raise ValueError("CandidateData.checkpoints: duplicate checkpoint steps")
         self.source, self.token_level, self.model_loader = source, token_level, model_loader
+        self.objective = dict(objective or {})
+        self.token_mask = None if token_mask is None else frozen_copy(token_mask)
+        if self.token_mask is not None and self.token_mask.shape[0] != self.n:
+            raise ValueError(f"CandidateData.token_mask needs {self.n} rows, got {self.token_mask.shape}")
         self._visible = visible
         self.labels = Labels(labels)
         self._sketches = {k: self._check_sketch(k, v) for k, v in (sketches or {}).items()}
@@ -270,6 +301,7 @@ class CandidateData:
         out = object.__new__(CandidateData)
         out.n, out.checkpoints, out.source, out.model_loader = self.n, self.checkpoints, self.source, \
             self.model_loader
+        out.objective, out.token_mask = self.objective, self.token_mask
         out.token_level, out._visible, out.labels, out._sketches = True, self._visible, self.labels, sk
         return out
 
@@ -280,14 +312,14 @@ class CandidateData:
         exist only as the ``checkpoint``/``in_run`` sketches of a ``token_restricted()`` view. Arrays are the
         read-only copies made at construction; every mapping is a fresh ``MappingProxyType`` per view."""
         caps = frozenset(estimator.capabilities)
-        if self.token_level and Capability.TOKEN_SKETCHES not in caps:
-            raise CapabilityError(estimator.name, "cannot score token-restricted sketches: it does not "
-                                                  "declare 'token_sketches'")
+        if self.token_level and not {Capability.TOKEN_SKETCHES, Capability.MODEL} & caps:
+            raise CapabilityError(estimator.name, "cannot score a token-restricted view: it declares neither "
+                                                  "'token_sketches' nor 'model'")
         sketches = {k: MappingProxyType(dict(v)) if isinstance(v, Mapping) else v
                     for k, v in self._sketches.items()
                     if SKETCH_KEYS[k][0] in caps and (self.token_level or k not in _TOKEN_SWAP)}
         return Candidates(estimator.name, caps, self._visible, sketches, self.checkpoints, self.source,
-                          self.token_level, self.model_loader)
+                          self.token_level, self.model_loader, self.objective, self.token_mask)
 
 
 # -------------------------------------------------------------------------------------- fixture -> estimator
@@ -299,14 +331,28 @@ def training_candidates(fixture: Any) -> CandidateData:
     """The training rollouts of ``fixture`` (a ``bt_bench.fixture.reader.Fixture``) as ``CandidateData``: every
     row copied into memory once (checks gradient_norm_baseline, headroom, advantage_baseline)."""
     data = fixture.training()
-    return CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="training")
+    return CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="training",
+                         model_loader=fixture.model, objective=data.objective)
 
 
 def training_target(fixture: Any, kind: str = "in_context") -> Target:
     """The training-level ``kind`` target of ``fixture`` (a vector per TracIn checkpoint, draw 0), final step the
     last of them. ``no_behavior`` (the placebo of target_dependence) is handed over as an ``in_context`` one."""
     vectors = fixture.training_targets((kind,))[kind]
-    return Target(shown_kind(kind), vectors, final_step=max(vectors))
+    defs = _definitions(kind, fixture.training_target_definitions((kind,))[kind], fixture.objective())
+    return Target(shown_kind(kind), vectors, final_step=max(vectors), definitions=defs)
+
+
+def _definitions(kind: str, defs: Mapping[int, Mapping[str, np.ndarray]] | None,
+                 objective: Mapping[str, Any] | None) -> dict | None:
+    """{step: TargetDefinition} of a stored ``kind`` target (its loss from ``targets.LOSS_OF``)."""
+    from bt_bench.estimator.objective import TargetDefinition
+    from bt_bench.fixture.targets import LOSS_OF
+
+    if defs is None:
+        return None
+    temp = float((objective or {}).get("temperature", 1.0))
+    return {int(c): TargetDefinition(LOSS_OF[kind], **d, temperature=temp) for c, d in defs.items()}
 
 
 def draw_candidates(fixture: Any, kind: str, d: int) -> tuple[CandidateData, dict[str, Target]]:
@@ -314,6 +360,10 @@ def draw_candidates(fixture: Any, kind: str, d: int) -> tuple[CandidateData, dic
     checkpoint of ``fixture``; LookupError if the fixture has no such checkpoint. Each target is keyed by its
     stored kind and shown to the estimator as ``shown_kind(kind)``."""
     data = fixture.draw(kind, d)
-    cands = CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="draw")
-    targets = {k: Target(shown_kind(k), vectors, draw=data.draw) for k, vectors in data.targets.items()}
+    cands = CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="draw",
+                          model_loader=fixture.model, objective=data.objective, token_mask=data.token_mask)
+    defs = data.definitions or {}
+    targets = {k: Target(shown_kind(k), vectors, draw=data.draw,
+                         definitions=_definitions(k, defs.get(k), data.objective))
+               for k, vectors in data.targets.items()}
     return cands, targets
