@@ -31,20 +31,21 @@ class TracInCP:
 
 
 class TracInAdam:
-    """Optimizer-aware cosine: score_i = sum_c eta_c * cos(P_c g_target^c, P_c g_i^c), P_c = 1/sqrt(v_c+eps).
+    """Optimizer-aware cosine: score_i = sum_c eta_c * cos(P_c g_target^c, P_c g_i^c), P_c = 1/(sqrt(v_c)+eps).
 
     v_c is AdamW's second moment at checkpoint c (GRPO trains with AdamW, whose step is g/sqrt(v), not g).
     LESS (Xia et al., ICML 2024) sums eta_c-weighted cosines with the Adam-preconditioned training
     gradient; TrackStar (Chang et al., ICLR 2025) unit-normalizes after dividing both sides by sqrt(v).
     The division cannot happen after a random projection, so this estimator reads *preconditioned* sketches
-    (``optimizer_state``): the sketcher must sketch g/sqrt(v_c+eps) per candidate and, for the target, put the
-    same into ``Target.preconditioned``. With ``precondition_target=False`` the target is the plain gradient
+    (``optimizer_state``): derive sketches g/(sqrt(v_c)+eps) per candidate with the run's own sketch, v_c the
+    bias-corrected second moment saved with checkpoint c (AdamW's own denominator; eps 1e-8;
+    ``bt_bench.sketch.precondition``), and puts the same of each target into ``Target.preconditioned``. With ``precondition_target=False`` the target is the plain gradient
     (LESS's asymmetric form). A zero gradient scores 0. No token-level support: the sketcher provides no
     token-restricted preconditioned sketches.
     """
 
     name = "tracin_adam"
-    description = "LESS/TrackStar: sum_c eta_c cos of g / sqrt(v_c + eps) (AdamW-preconditioned)"
+    description = "LESS/TrackStar: sum_c eta_c cos of g / (sqrt(v_c) + eps) (AdamW-preconditioned)"
     capabilities = frozenset({Capability.OPTIMIZER_STATE})
     level = "rollout"
 

@@ -207,7 +207,7 @@ BUILTINS = sorted(i.name for i in list_estimators() if i.distribution == "bt-ben
 
 def test_all_builtins_registered():
     assert BUILTINS == sorted(["random", "norm_only", "norm_only_step", "fluency", "advantage_only", "oracle",
-                               "tracincp", "gas", "gas_fixed_target", "trak", "tracin_adam"])
+                               "tracincp", "gas", "gas_fixed_target", "trak", "tracin_adam", "local_buffer"])
 
 
 @pytest.mark.parametrize("name", BUILTINS)

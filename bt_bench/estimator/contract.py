@@ -31,7 +31,7 @@ class Capability(StrEnum):
     IN_RUN_SKETCHES = "in_run_sketches"  # [M,k] at the parameters that generated each rollout; {step: [k]}
     TOKEN_SKETCHES = "token_sketches"  # can score views whose sketches are restricted to the behavior tokens
     MODEL = "model"  # a loader for the model at a checkpoint
-    OPTIMIZER_STATE = "optimizer_state"  # {c: [M,k]} sketches of g / sqrt(v_c + eps) (AdamW second moment)
+    OPTIMIZER_STATE = "optimizer_state"  # {c: [M,k]} sketches of g / (sqrt(v_c) + eps) (AdamW second moment)
     FLUENCY = "fluency"  # [M] mean token log-prob of the completion under the checkpoint
     LABELS = "labels"  # ground truth, behavior, rewards: controls only
     GRAD_NORM = "grad_norm"  # [M] per-rollout gradient norms; {step: norm of the step's summed gradient}
@@ -157,7 +157,7 @@ def _freeze_vectors(where: str, vectors: Mapping[int, Any]) -> Mapping[int, np.n
 class Target:
     """What the estimator attributes (checklist "Objects: Target"): a k-vector per checkpoint step, in the
     same sketch space as the candidates. ``final_step`` is the fixed checkpoint (default: the latest). For
-    ``optimizer_state`` estimators the sketcher adds ``preconditioned`` (sketches of g / sqrt(v_c + eps)).
+    ``optimizer_state`` estimators the sketcher adds ``preconditioned`` (sketches of g / (sqrt(v_c) + eps)).
     ``definitions`` ({step: ``objective.TargetDefinition``}, where the fixture stores them): the rows each vector
     was built from, so a model-based estimator rebuilds the target gradient exactly (``loss``)."""
 
@@ -217,9 +217,7 @@ class Target:
     def loss(self, model: Any, step: int | None = None) -> Any:
         """Scalar torch loss under ``model`` whose -grad, sketched with the run's sketch, is ``at(step)``
         (``bt_bench.estimator.objective.target_loss``; default step: ``final_step``)."""
-        from bt_bench.estimator.objective import target_loss
-
-        return target_loss(model, self.definition(step))
+        return self.definition(step).loss_under(model)  # objective.TargetDefinition (no import: no cycle)
 
     def preconditioned_at(self, step: int, estimator: str = "?") -> np.ndarray:
         if self.preconditioned is None or step not in self.preconditioned:

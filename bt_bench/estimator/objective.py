@@ -62,6 +62,10 @@ class TargetDefinition:
     def __len__(self) -> int:
         return int(self.completion_ids.shape[0])
 
+    def loss_under(self, model: Any) -> Any:
+        """``target_loss(model, self)``: what ``Target.loss`` returns."""
+        return target_loss(model, self)
+
     def batch(self, index: Any = slice(None), device: Any = "cpu") -> dict:
         """Rows ``index`` as a torch batch for ``target_terms``."""
         return _batch({f: getattr(self, f) for f in DEFINITION_FIELDS}, index, device, self.temperature)

@@ -170,7 +170,7 @@ class Candidates:
         return self._get("step")
 
     def preconditioned_sketches(self) -> Mapping[int, np.ndarray]:
-        """{checkpoint step: [M,k]} sketches of g / sqrt(v_c + eps), v_c the AdamW second moment at c."""
+        """{checkpoint step: [M,k]} sketches of g / (sqrt(v_c) + eps), v_c the AdamW second moment at c."""
         return self._get("preconditioned")
 
     def fluency(self) -> np.ndarray:
@@ -340,7 +340,8 @@ def training_target(fixture: Any, kind: str = "in_context") -> Target:
     last of them. ``no_behavior`` (the placebo of target_dependence) is handed over as an ``in_context`` one."""
     vectors = fixture.training_targets((kind,))[kind]
     defs = _definitions(kind, fixture.training_target_definitions((kind,))[kind], fixture.objective())
-    return Target(shown_kind(kind), vectors, final_step=max(vectors), definitions=defs)
+    pre = fixture.training_preconditioned_targets((kind,))[kind] or None  # the stored kind's own: no tell
+    return Target(shown_kind(kind), vectors, final_step=max(vectors), definitions=defs, preconditioned=pre)
 
 
 def _definitions(kind: str, defs: Mapping[int, Mapping[str, np.ndarray]] | None,
@@ -363,7 +364,8 @@ def draw_candidates(fixture: Any, kind: str, d: int) -> tuple[CandidateData, dic
     cands = CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="draw",
                           model_loader=fixture.model, objective=data.objective, token_mask=data.token_mask)
     defs = data.definitions or {}
+    pre = data.preconditioned or {}
     targets = {k: Target(shown_kind(k), vectors, draw=data.draw,
-                         definitions=_definitions(k, defs.get(k), data.objective))
+                         definitions=_definitions(k, defs.get(k), data.objective), preconditioned=pre.get(k))
                for k, vectors in data.targets.items()}
     return cands, targets

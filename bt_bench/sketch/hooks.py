@@ -19,6 +19,7 @@ hooks never fire, reentrant checkpointing hooks only the recomputed call.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Self
@@ -39,11 +40,15 @@ class Accumulator:
     small: Tensor | None = None
     n_small: int = 0
     fired: set[str] = field(default_factory=set)
+    # block -> map applied to each use's value before it accumulates (the preconditioned path: scale, project)
+    transforms: Mapping[str, Callable[[Tensor], Tensor]] = field(default_factory=dict)
 
     def add_pair(self, block: str, left: Tensor, right: Tensor) -> None:
         """Add sum_t left_t^T right_t per rollout (left [B, T, k_out], right [B, T, k_in]). Done at once,
         in the hook, while the operands are in cache (measured faster than one batched bmm at the end)."""
         value = torch.bmm(left.transpose(1, 2), right).flatten(1)
+        if block in self.transforms:
+            value = self.transforms[block](value)
         self.matrix[block] = self.matrix[block] + value if block in self.matrix else value
 
     def add_small(self, offset: int, value: Tensor) -> None:
@@ -232,9 +237,10 @@ def is_elementwise_scale(module: nn.Module, width: int) -> bool:
 class Capture:
     """Installs rules for the duration of a `with`; `acc` collects the per-rollout sums."""
 
-    def __init__(self, rules: list[Rule], n_small: int, make_leaf: bool) -> None:
+    def __init__(self, rules: list[Rule], n_small: int, make_leaf: bool,
+                 transforms: Mapping[str, Callable[[Tensor], Tensor]] | None = None) -> None:
         self.rules, self.make_leaf = rules, make_leaf
-        self.acc = Accumulator(n_small=n_small)
+        self.acc = Accumulator(n_small=n_small, transforms=transforms or {})
         self.paused = False
         self._handles: list[torch.utils.hooks.RemovableHandle] = []
 

@@ -10,6 +10,9 @@ Layout of the factorized sketch (first stage, in parameter order): one block per
 block (norms, biases: exact per-rollout gradients, sparse-JL hashed to k_small); then the optional
 second-stage sparse JL to k. Every parameter tensor is assigned in ``coverage()``; a rule whose hook
 did not fire in a sketch raises (e.g. a patched forward that bypasses the LM head module).
+
+``sketch(batch, precondition={name: P})`` gives S(-P * grad loss_i) with the same S (AdamW's 1/(sqrt(v)+eps);
+bt_bench.sketch.precondition says how and what it costs).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from bt_bench.sketch.hooks import (
     is_elementwise_scale,
 )
 from bt_bench.sketch.loss import LossFn, completion_logps, policy_loss_terms, slice_batch
+from bt_bench.sketch.precondition import Preconditioned
 from bt_bench.sketch.projectors import DenseGaussianProjector, SparseJL, make_factor
 from bt_bench.sketch.spec import SketchSpec
 
@@ -184,25 +188,38 @@ class Sketcher:
 
     # ---------------------------------------------------------------- sketching
     def sketch(self, batch: Mapping[str, Any], loss_fn: LossFn = policy_loss_terms,
-               chunk_size: int | None = None) -> np.ndarray:
-        """[B, k] float32 sketches of -grad(loss_i); `chunk_size` bounds the rows per backward."""
-        return self.sketch_torch(batch, loss_fn, chunk_size).cpu().numpy()
+               chunk_size: int | None = None,
+               precondition: Mapping[str, Tensor] | Preconditioned | None = None) -> np.ndarray:
+        """[B, k] float32 sketches of -grad(loss_i); `chunk_size` bounds the rows per backward.
+
+        `precondition` ({parameter name: tensor of its shape}, e.g. ``adam_preconditioner(adam_v)``) sketches
+        -P * grad(loss_i) elementwise instead, with this same map S (bt_bench.sketch.precondition)."""
+        return self.sketch_torch(batch, loss_fn, chunk_size, precondition=precondition).cpu().numpy()
 
     def sketch_torch(self, batch: Mapping[str, Any], loss_fn: LossFn = policy_loss_terms,
-                     chunk_size: int | None = None, final: bool = True) -> Tensor:
+                     chunk_size: int | None = None, final: bool = True,
+                     precondition: Mapping[str, Tensor] | Preconditioned | None = None) -> Tensor:
         b = batch["prompt_ids"].shape[0]
+        if precondition is not None and not isinstance(precondition, Preconditioned):
+            precondition = Preconditioned(self, precondition)  # once, not per chunk
         if chunk_size is not None and chunk_size < b:
-            chunks = [self.sketch_torch(slice_batch(batch, slice(s, s + chunk_size)), loss_fn, None, final)
-                      for s in range(0, b, chunk_size)]
+            chunks = [self.sketch_torch(slice_batch(batch, slice(s, s + chunk_size)), loss_fn, None, final,
+                                        precondition) for s in range(0, b, chunk_size)]
             return torch.cat(chunks)
         if self.spec.kind == "dense":
-            return self._dense.project(-reference.per_rollout_grads_vmap(self.model, batch, loss_fn))
-        capture = Capture(self.rules, self.n_small, make_leaf=True)
+            grads = reference.per_rollout_grads_vmap(self.model, batch, loss_fn)
+            return self._dense.project(-grads if precondition is None else -grads * precondition.flat)
+        if precondition is None:
+            capture = Capture(self.rules, self.n_small, make_leaf=True)
+        else:
+            capture = Capture(precondition.rules, self.n_small, make_leaf=True, transforms=precondition.transforms)
         with frozen_parameters(self.model), capture as cap, torch.enable_grad():
             losses = loss_fn(completion_logps(self.model, batch), batch)
             if losses.shape != (b,):
                 raise ValueError(f"loss_fn returned shape {tuple(losses.shape)}, expected ({b},)")
             losses.sum().backward()
+        if precondition is not None and cap.acc.small is not None:
+            cap.acc.small = cap.acc.small * precondition.small  # exact per rollout: scale, then the sparse JL
         return -self.collect(cap, b, final)
 
     @contextmanager
