@@ -45,6 +45,9 @@ class Suite:
     _estimators: dict = dataclasses.field(default_factory=dict)
     _scores: dict = dataclasses.field(default_factory=dict)
     _data: dict = dataclasses.field(default_factory=dict)  # label-walled candidate data, built once per worker
+    # name -> the CallTimeoutError of its first timed-out fit/score (--bt-timeout): a hanging estimator is not
+    # called again in this process, so it costs one time limit per worker, not one per score it is asked for
+    _timed_out: dict = dataclasses.field(default_factory=dict)
 
     @property
     def n_seeds(self) -> int:
@@ -55,17 +58,20 @@ class Suite:
         view; draw candidates get an unfitted instance (their checkpoint is not among the fitted ones)."""
         key = (name, fit_seed)
         if key not in self._estimators:
-            from bt_bench.estimator import fit_estimator
+            from bt_bench.estimator import MissingInputError, fit_estimator
+            from bt_bench.estimator.errors import CallTimeoutError
             from bt_bench.estimator.registry import get_estimator
 
-            from bt_bench.estimator import MissingInputError
-
+            self._raise_if_timed_out(name)
             est = get_estimator(name)
             if fit_seed is not None and getattr(est, "fit", None) is not None:
                 try:
                     fit_estimator(est, self._training_data(fit_seed))
                 except MissingInputError as e:  # declared, but this data lacks it: not judged
                     raise SkipCell(f"{name}: {e}") from e
+                except CallTimeoutError as e:  # the half-fitted instance is dropped (never stored)
+                    self._timed_out[name] = e
+                    raise
             self._estimators[key] = est
         return self._estimators[key]
 
@@ -73,14 +79,28 @@ class Suite:
         """Scores, cached per session. A declared input the data lacks (``MissingInputError``) leaves the cell
         NOT JUDGED; reading an undeclared one (``CapabilityError``) is an estimator bug: an ERROR."""
         from bt_bench.estimator import MissingInputError, score_estimator
+        from bt_bench.estimator.errors import CallTimeoutError
 
         if key not in self._scores:
+            self._raise_if_timed_out(name)
             est = self.estimator(name, fit_seed)
-            try:
+            try:  # stored only once complete: an interrupted call leaves no half-computed score behind
                 self._scores[key] = score_estimator(est, data, target, placebo=placebo)
             except MissingInputError as e:
                 raise SkipCell(str(e)) from e
+            except CallTimeoutError as e:
+                self._timed_out[name] = e
+                self._estimators.pop((name, fit_seed), None)  # interrupted mid-call: its own state is suspect
+                raise
         return self._scores[key]
+
+    def _raise_if_timed_out(self, name: str) -> None:
+        """An ERROR at once for an estimator whose call timed out earlier in this process (it is not retried)."""
+        e = self._timed_out.get(name)
+        if e is not None:
+            from bt_bench.estimator.errors import CallTimeoutError
+
+            raise CallTimeoutError(e.estimator, e.call, e.limit_s, e.where, earlier=True)
 
     def require_applicable(self, check: str, name: str) -> None:
         """Raise ``NotApplicable`` when the estimator's declared level or capabilities exclude it from ``check``

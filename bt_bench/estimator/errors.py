@@ -69,3 +69,21 @@ class LabelsRefusedError(EstimatorError):
 class LevelMismatchError(EstimatorError):
     """A ``level="step"`` estimator gave different scores to rollouts of the same step."""
 
+
+
+class CallTimeoutError(EstimatorError):
+    """One ``fit`` or ``score`` call ran past the time limit (``--bt-timeout``) and was interrupted; its result,
+    if any, is discarded. ``where``: the cell that made the call; ``earlier``: this cell did not call the estimator,
+    it reports a timeout of an earlier cell (a timed-out estimator is not called again, see ``Suite``)."""
+
+    def __init__(self, estimator: str, call: str, limit_s: float, where: str = "", earlier: bool = False):
+        self.call, self.limit_s, self.where, self.earlier = call, limit_s, where, earlier
+        at = f" in {where}" if where else ""
+        tail = ("; not called again after that" if earlier
+                else "; the call was interrupted and its result discarded")
+        super().__init__(estimator, f"{call} timed out after {limit_s:g} s (--bt-timeout {limit_s:g}){at}{tail}")
+
+
+class WorkerCrashedError(EstimatorError):
+    """The estimator killed a pytest-xdist worker process (``os._exit``, a segfault) in an earlier cell; the
+    plug-in does not run its remaining cells, so one crashing estimator cannot use up xdist's worker restarts."""

@@ -5,12 +5,24 @@ Labels (issue "Gate integrity"): only the suite's own test-only controls (``TEST
 identity in ``labels_allowed``) may declare ``labels``; they receive them as ``score(candidates, target,
 labels=...)``, and for a placebo target a seeded permutation of them (uninformative). Any other estimator that
 declares ``labels`` is refused (``LabelsRefusedError``).
+
+Time limit (issue 12 item 5): every single ``fit`` or ``score`` call runs under ``TIME_LIMIT`` (the plugin sets it
+from ``--bt-timeout``; 0 = none, the default outside pytest). It is a SIGALRM timer, so it works only in the main
+thread of a process that has ``signal.setitimer`` (elsewhere calls run unlimited, with one warning), and Python runs
+the handler only between bytecodes: a long C call (a big matmul, a blocking read) is interrupted when it returns to
+Python, not during it. An estimator that catches ``BaseException`` can swallow the interrupt.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import importlib
-from collections.abc import Callable
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +36,7 @@ from bt_bench.estimator.contract import (
     validate_estimator,
 )
 from bt_bench.estimator.errors import (
+    CallTimeoutError,
     ConstantScoreError,
     EstimatorError,
     LabelsRefusedError,
@@ -93,13 +106,66 @@ def check_deterministic(name: str, first: np.ndarray, second: np.ndarray, rtol: 
                                          f"({first[i]!r} then {second[i]!r})")
 
 
-def _call(name: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+@dataclasses.dataclass
+class TimeLimit:
+    seconds: float = 0.0  # per fit/score call; 0: no limit
+    where: str = ""  # the cell now running, named in a timeout's message (the plugin sets it per test)
+
+
+TIME_LIMIT = TimeLimit()
+_warned_unlimited = False
+
+
+class _Alarm(BaseException):
+    """Raised by our SIGALRM handler. A BaseException, so an estimator's ``except Exception`` cannot eat it."""
+
+
+@contextlib.contextmanager
+def time_limit(name: str, what: str) -> Iterator[None]:
+    """Interrupt the body with ``CallTimeoutError`` after ``TIME_LIMIT.seconds``; restores any earlier SIGALRM
+    handler and timer (re-armed with what is left of it)."""
+    global _warned_unlimited
+    limit = TIME_LIMIT.seconds
+    if not limit or limit <= 0:
+        yield
+        return
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        if not _warned_unlimited:  # say it once per process, not once per call
+            _warned_unlimited = True
+            warnings.warn("bt-bench: --bt-timeout is not enforced here (no SIGALRM, or not the main thread): "
+                          "estimator calls run without a time limit", RuntimeWarning, stacklevel=3)
+        yield
+        return
+    left, interval = signal.getitimer(signal.ITIMER_REAL)
+    if left and left <= limit:  # someone else's timer fires first anyway: leave it in charge, untouched
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise _Alarm()
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    start = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, limit)
     try:
-        return fn(*args, **kwargs)
-    except EstimatorError:
-        raise
-    except Exception as exc:  # an estimator bug is an error of that estimator, not a crash of the suite
-        raise ScoringFailedError(name, f"{what} raised {type(exc).__name__}: {exc}") from exc
+        yield
+    except _Alarm as alarm:  # chained: the traceback (JSON report, -v) shows where the estimator was stuck
+        raise CallTimeoutError(name, what, limit, TIME_LIMIT.where) from alarm
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if left:  # an outer timer was running: give it back what remains (fire at once if that is spent)
+            signal.setitimer(signal.ITIMER_REAL, max(left - (time.monotonic() - start), 1e-6), interval)
+
+
+def _call(name: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    with time_limit(name, what):
+        try:
+            return fn(*args, **kwargs)
+        except EstimatorError:
+            raise
+        except Exception as exc:  # an estimator bug is an error of that estimator, not a crash of the suite
+            raise ScoringFailedError(name, f"{what} raised {type(exc).__name__}: {exc}") from exc
 
 
 def check_step_level(name: str, scores: np.ndarray, step: np.ndarray) -> None:

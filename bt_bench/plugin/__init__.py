@@ -5,7 +5,8 @@ module top.
   defaults);
 - ``fixtures``: the session fixtures the checks use (planted runs, derived fixtures, the ``Suite``) and their
   parametrization over estimators, seeds and draws;
-- ``session``: the ``BtSession`` object that collects results, decides the gates, prints and writes the report.
+- ``session``: the ``BtSession`` object that collects results, decides the gates, prints and writes the report;
+- ``robust``: third-party robustness: ``--bt-timeout``, one terminal line per estimator error, xdist worker crashes.
 
 The thin modules in ``checks/`` import their cell glue from ``bt_bench.checklist.glue``, never from here.
 """
@@ -16,6 +17,7 @@ import pytest
 
 from bt_bench.plugin.fixtures import bt_runs, bt_settings, bt_suite, generate_tests, settings_key
 from bt_bench.plugin.options import Settings, add_options, resolve_settings
+from bt_bench.plugin.robust import Robustness
 from bt_bench.plugin.session import BtSession
 
 __all__ = ["BtSession", "Settings", "bt_runs", "bt_settings", "bt_suite", "settings_key"]
@@ -33,6 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # replayed evidence is nobody's built-in on a profile's fixture: no declared outcome applies to it
     config.stash[GLUE_KEY] = {"profile": None if s.evidence else s.profile, "strict": s.strict}
     config.pluginmanager.register(BtSession(config, s), "bt_bench_session")
+    config.pluginmanager.register(Robustness(config, s), "bt_bench_robustness")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -35,6 +35,7 @@ class Settings:
     paper_gate: bool = _help("refuse modified thresholds, a profile that relaxes them, and < 3 seeds or draws", False)
     causal_all_seeds: bool = _help("run the 'planted cause is causal' re-runs for every seed (default: the first)",
                                    False)
+    timeout: float = _help("time limit in seconds of one estimator fit/score call (0: none)", 3600.0)
     thresholds: dict = dataclasses.field(default_factory=dict, metadata={
         "help": "[tool.bt_bench.thresholds] overrides of bt_bench.checklist.verdicts.Thresholds"})
 
@@ -49,6 +50,9 @@ class Settings:
                 raise ValueError(f"{name}: must be an integer >= 1, got {v!r} (--bt-{name})")
         if not all(isinstance(e, str) and e for e in self.estimators):
             raise ValueError(f"estimators: names must be non-empty strings, got {self.estimators!r} (--bt-estimator)")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout >= 0:
+            raise ValueError(f"timeout: must be a number of seconds >= 0 (0: no limit), got {self.timeout!r} "
+                             "(--bt-timeout)")
         if not isinstance(self.thresholds, dict):
             raise ValueError(f"thresholds: must be a table of name = value, got {self.thresholds!r} "
                              "([tool.bt_bench.thresholds])")
@@ -68,6 +72,8 @@ _OPTIONS = {  # name: (type, help)
                      "are ignored)"),
     "causal-all-seeds": (bool, "run the two re-runs of the 'planted cause is causal' self-check for every seed "
                                "(default: the first seed only)"),
+    "timeout": (float, "time limit in seconds of one call into an estimator (its fit or one score); a call that "
+                       "runs longer is interrupted and the cell is an ERROR (default 3600; 0: no limit)"),
     "paper-gate": (bool, "refuse to run with thresholds that differ from the checklist's defaults (and with a "
                          "profile that relaxes them, e.g. smoke): the setting to gate a paper on"),
 }

@@ -1,6 +1,7 @@
 """The session object (pytest-benchmark is the model): registered in ``pytest_configure``, it collects every cell's
 result on the controller (results travel from xdist workers in ``user_properties``), decides each estimator's gate
 (``bt_bench.checklist.gate``; the exit code), prints the table and the gate lines, and writes the JSON report once.
+A test whose xdist worker crashed becomes an ERROR cell of its estimator (``bt_bench.plugin.robust``).
 """
 
 from __future__ import annotations
@@ -27,12 +28,23 @@ class BtSession:
         return hasattr(self.config, "workerinput")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from bt_bench.plugin import robust
+
+        if not self.worker and report.when == robust.CRASHED:  # xdist: the worker died while running this test
+            msg = str(report.longrepr)
+            self.results.append({"nodeid": report.nodeid, "outcome": "error", "duration_s": None, "reason": msg,
+                                 "metrics": robust.crash_metrics(report.nodeid, msg, self._estimators()),
+                                 "traceback": msg})
+            return
         if self.worker or (report.when != "call" and not (report.when == "setup" and report.outcome != "passed")):
             return
         metrics: dict = {}
+        tb = None
         for k, v in report.user_properties:
             if k == "bt_bench":
                 metrics.update(json.loads(v))
+            elif k == robust.TRACEBACK_KEY:  # the terminal showed one line (robust.one_line); the JSON keeps all
+                tb = v
         if not metrics and report.outcome == "skipped":  # e.g. a module with an empty parameter set
             return
         outcome = report.outcome
@@ -44,7 +56,11 @@ class BtSession:
             outcome = "error"
         self.results.append({"nodeid": report.nodeid, "outcome": outcome, "metrics": metrics,
                              "duration_s": round(report.duration, 3),
-                             "reason": (str(report.longrepr)[-400:] if report.skipped else None)})
+                             "reason": (str(report.longrepr)[-400:] if report.skipped else None), "traceback": tb})
+
+    def _estimators(self) -> list[str]:
+        robustness = self.config.pluginmanager.get_plugin("bt_bench_robustness")
+        return robustness.estimators() if robustness is not None else []
 
     def decide(self) -> list:
         """One ``Gate`` per estimator with results: against its declared snapshot for a built-in on a profile that
