@@ -159,6 +159,21 @@ def _print_realism(run, root: Path) -> None:
         print("  fluency_auc_saturated: no derived data for this run yet (bt-bench check derives it)")
 
 
+def cmd_pack(args) -> int:
+    """``bt-bench pack`` and ``unpack``: the checks, the layout and the messages live in bt_bench.fixture.pack."""
+    from bt_bench.fixture import pack
+
+    try:
+        if args.cmd == "pack":
+            pack.pack(args.runs, args.output, args.cache_dir, derived=args.derived, progress=not args.quiet)
+        else:
+            pack.unpack(args.file, args.cache_dir, progress=not args.quiet)
+    except pack.PackError as e:  # refused: the message names the member and the fault; no archive, cache as it was
+        print(f"bt-bench {args.cmd}: refused: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_estimators(args) -> int:
     from bt_bench.estimator.registry import format_estimator_table
 
@@ -198,6 +213,18 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("run")
     s.add_argument("--cache-dir", default=None)
     s.set_defaults(func=cmd_show)
+    pk = sub.add_parser("pack", help="write runs (keys or key prefixes) and their derived data to one checked "
+                        "archive: `bt-bench pack KEY... -o fixtures.tar[.gz]`")
+    pk.add_argument("runs", nargs="+", metavar="RUN_KEY")
+    pk.add_argument("-o", "--output", required=True, help="archive to write (.tar, or .tar.gz/.tgz: gzip)")
+    pk.add_argument("--derived", nargs="+", default=None, metavar="DERIVED_KEY",
+                    help="only these derived folders (keys or prefixes; default: every one of each run)")
+    up = sub.add_parser("unpack", help="check a pack completely, then add its runs and derived data to the cache")
+    up.add_argument("file")
+    for p in (pk, up):
+        p.add_argument("--cache-dir", "--cache", dest="cache_dir", default=None)
+        p.add_argument("--quiet", action="store_true", help="no progress lines")
+        p.set_defaults(func=cmd_pack)
     e = sub.add_parser("estimators", help="list registered estimators")
     e.set_defaults(func=cmd_estimators)
     # add_help=False + prefix_chars="+": every argument (options included) passes through untouched
