@@ -174,6 +174,13 @@ def cmd_pack(args) -> int:
     return 0
 
 
+def cmd_derive(args) -> int:
+    """``bt-bench derive``: sharded derive; the work, checks and messages live in bt_bench.fixture.shard."""
+    from bt_bench.fixture import shard
+
+    return shard.main(args.rest, prog="bt-bench derive")
+
+
 def cmd_estimators(args) -> int:
     from bt_bench.estimator.registry import format_estimator_table
 
@@ -225,6 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--cache-dir", "--cache", dest="cache_dir", default=None)
         p.add_argument("--quiet", action="store_true", help="no progress lines")
         p.set_defaults(func=cmd_pack)
+    d = sub.add_parser("derive", help="derive a run's fixture data in parts: `bt-bench derive RUN --shard I/N` "
+                       "(under torchrun/accelerate launch: RANK/WORLD_SIZE), then `bt-bench derive RUN --merge N`",
+                       add_help=False, prefix_chars="+")  # every option goes to shard.main
+    d.add_argument("rest", nargs=argparse.REMAINDER)
+    d.set_defaults(func=cmd_derive)
     e = sub.add_parser("estimators", help="list registered estimators")
     e.set_defaults(func=cmd_estimators)
     # add_help=False + prefix_chars="+": every argument (options included) passes through untouched
