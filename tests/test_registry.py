@@ -59,6 +59,16 @@ class Peeker(Good):
     capabilities = frozenset({"labels"})
     def score(self, candidates, target, labels=None):
         return np.asarray(labels["is_gt"], dtype=float)
+class NeedsLib(Good):
+    """Needs an optional library that is not installed."""
+    name = "needs_lib"
+    def __init__(self):
+        from bt_bench.estimator.registry import require_extra
+        require_extra(self, "bt_no_such_library.sub", "fancy", "fake-plugins")
+class OptIn(Good):
+    """Slow: selected by name only."""
+    name = "opt_in_est"
+    opt_in = True
 '''
 
 
@@ -75,6 +85,7 @@ def plugin_dir(tmp_path, monkeypatch):
     (info / "entry_points.txt").write_text(
         "[bt_bench.estimators]\ngood_est = bt_fake_good:Good\nbroken_est = bt_fake_broken:Thing\n"
         "misnamed = bt_fake_good:Misnamed\npeeker = bt_fake_good:Peeker\n"
+        "needs_lib = bt_fake_good:NeedsLib\nopt_in_est = bt_fake_good:OptIn\n"
         "my_oracle = estimators.controls:Oracle\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
@@ -146,7 +157,8 @@ def test_unknown_name_did_you_mean(typo, suggestion):
     with pytest.raises(UnknownEstimatorError, match="did you mean") as info:
         get_estimator(typo)
     msg = str(info.value)
-    assert suggestion in msg and "available: advantage_only, fluency" in msg
+    available = msg.split("available: ")[1].split("; ")[0].split(", ")
+    assert suggestion in msg and available[0] == "advantage_only" and available == sorted(available)
 
 
 def test_unknown_name_without_close_match_lists_available():
@@ -190,6 +202,26 @@ def test_broken_plugin_is_listed_as_an_error_row(plugin_dir):
     assert "broken_est" in default_estimators()  # kept, so the checks report its error instead of hiding it
     row = next(line for line in format_estimator_table().splitlines() if line.startswith("broken_est"))
     assert "ERROR:" in row and "fake-plugins" in row
+
+
+def test_missing_optional_extra_is_listed_with_its_install_command(plugin_dir):
+    info = {i.name: i for i in list_estimators()}["needs_lib"]
+    assert info.error is None and info.install == 'pip install "fake-plugins[fancy]"'
+    assert info.description == "Needs an optional library that is not installed." and info.level == "rollout"
+    assert "needs_lib" not in default_estimators()  # not installed is not an error of the checks
+    row = next(line for line in format_estimator_table().splitlines() if line.startswith("needs_lib"))
+    assert row.endswith('[not installed: pip install "fake-plugins[fancy]"]') and "ERROR" not in row
+    with pytest.raises(PluginLoadError, match=r"bt_no_such_library.*pip install \"fake-plugins\[fancy\]\""):
+        get_estimator("needs_lib")
+
+
+def test_opt_in_estimator_is_listed_and_selectable_but_not_default(plugin_dir):
+    info = {i.name: i for i in list_estimators()}["opt_in_est"]
+    assert info.opt_in and info.error is None and info.install is None
+    assert "opt_in_est" not in default_estimators() and "good_est" in default_estimators()
+    row = next(line for line in format_estimator_table().splitlines() if line.startswith("opt_in_est"))
+    assert row.endswith("[opt-in]")
+    assert get_estimator("opt_in_est").name == "opt_in_est"
 
 
 def test_entry_point_declaring_labels_is_refused(plugin_dir):
@@ -307,5 +339,7 @@ def _run_readme_snippet(capsys) -> None:
 def test_readme_table_matches_the_listing():
     """The closing table of the README section is what `bt-bench estimators` prints for the built-ins."""
     documented = DOC.read_text().split("### Built-in estimators")[1].split("```\n")[1].split("```")[0].strip()
-    builtins = [i for i in list_estimators() if i.distribution == "bt-bench"]
+    # the library adapters (optional extras, opt-in) are documented in estimators/adapters, not in this table
+    builtins = [i for i in list_estimators()
+                if i.distribution == "bt-bench" and not i.target.startswith("estimators.adapters.")]
     assert documented == format_estimator_table(builtins)

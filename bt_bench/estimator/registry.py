@@ -13,6 +13,13 @@ Labels (issue "Gate integrity"): an entry-point estimator that declares ``labels
 entry points: they resolve from the internal table ``_BUILTIN_TEST_ONLY``, are listed with ``test_only=True``
 and never run by default. An entry point that claims one of those names for another target is refused.
 ``provenance`` says where an estimator comes from and hashes its source.
+
+Optional extras (issue 12 item 3): an estimator whose library is an optional extra of its distribution (the
+adapters in ``estimators/adapters``) calls ``require_extra`` when constructed. Without the library it raises
+``MissingExtraError``, and the listing shows the estimator with its description and the install command
+(``pip install "bt-bench[kronfluence]"``) instead of an error row; it is not in the default set. An estimator
+with a true ``opt_in`` attribute (the adapters: model-based and slow) is listed and selectable by name but not
+in the default set either.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
+import importlib.util
 import inspect
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, packages_distributions, version
@@ -57,9 +65,37 @@ class PluginLoadError(RegistryError):
     """A plug-in's import or construction raised; the cause is chained."""
 
 
+class MissingExtraError(ImportError):
+    """An estimator's optional library is not installed. Carries the estimator's listing facts and the command
+    that installs the extra (``install``), so the listing can show both without the library."""
+
+    def __init__(self, estimator: Any, module: str, extra: str, distribution: str = BUILTIN_DISTRIBUTION):
+        self.install = f'pip install "{distribution}[{extra}]"'
+        self.capabilities = tuple(sorted(getattr(estimator, "capabilities", ())))
+        self.level, self.description = getattr(estimator, "level", ""), describe(estimator)
+        super().__init__(f"{getattr(estimator, 'name', '?')} needs the optional library {module!r}: "
+                         f"{self.install}", name=module)
+
+
+def require_extra(estimator: Any, module: str, extra: str, distribution: str = BUILTIN_DISTRIBUTION) -> None:
+    """Raise ``MissingExtraError`` unless ``module`` is installed (call it from the estimator's ``__init__``).
+    Finds the module without importing it, so listing stays fast; a library that is installed but broken
+    fails when the estimator first imports it, as an error of that estimator."""
+    if importlib.util.find_spec(module.partition(".")[0]) is None:
+        raise MissingExtraError(estimator, module, extra, distribution)
+
+
+def _missing_extra(exc: BaseException) -> MissingExtraError | None:
+    """The ``MissingExtraError`` behind a load error, if that is what it is."""
+    while exc is not None and not isinstance(exc, MissingExtraError):
+        exc = exc.__cause__
+    return exc
+
+
 @dataclass(frozen=True)
 class EstimatorInfo:
-    """One row of ``bt-bench estimators``. ``error`` is set (the rest partly empty) for a broken plug-in."""
+    """One row of ``bt-bench estimators``. ``error`` is set (the rest partly empty) for a broken plug-in,
+    ``install`` (the command) for one whose optional extra is not installed."""
 
     name: str
     distribution: str
@@ -69,6 +105,8 @@ class EstimatorInfo:
     description: str = ""
     test_only: bool = False
     error: str | None = None
+    opt_in: bool = False  # selectable by name, not in the default set
+    install: str | None = None  # set when an optional extra is missing: the command that installs it
 
 
 def _dist_name(ep: EntryPoint) -> str:
@@ -180,10 +218,14 @@ def _info(name: str, distribution: str, target: str, load: Any, test_only: bool 
     try:
         est = load()
     except EstimatorError as exc:
-        return EstimatorInfo(name, distribution, target, error=str(exc))
+        missing = _missing_extra(exc)
+        if missing is None:
+            return EstimatorInfo(name, distribution, target, error=str(exc))
+        return EstimatorInfo(name, distribution, target, missing.capabilities, missing.level,
+                             missing.description, opt_in=True, install=missing.install)
     flag = bool(getattr(est, "test_only", False)) if test_only is None else test_only
     return EstimatorInfo(name, distribution, target, tuple(sorted(est.capabilities)), est.level,
-                         describe(est), flag)
+                         describe(est), flag, opt_in=bool(getattr(est, "opt_in", False)))
 
 
 def _builtin_info(name: str) -> EstimatorInfo:
@@ -263,11 +305,12 @@ def provenance(name_or_path: str) -> dict[str, Any]:
 
 
 def default_estimators() -> list[str]:
-    """Names the checks run by default: every registered estimator except those marked ``test_only``.
+    """Names the checks run by default: every registered estimator except those marked ``test_only`` or
+    ``opt_in`` and those whose optional extra is not installed.
 
     A plug-in that fails to load stays in the list so the checks report its error instead of hiding it.
     """
-    return [info.name for info in list_estimators() if not info.test_only]
+    return [info.name for info in list_estimators() if not (info.test_only or info.opt_in)]
 
 
 def format_estimator_table(infos: list[EstimatorInfo] | None = None) -> str:
@@ -280,6 +323,10 @@ def format_estimator_table(infos: list[EstimatorInfo] | None = None) -> str:
             rows.append((i.name, i.distribution, "-", "-", f"ERROR: {i.error}"))
             continue
         desc = f"{i.description} [test only]" if i.test_only else i.description
+        if i.install is not None:
+            desc = f"{desc} [not installed: {i.install}]"
+        elif i.opt_in:
+            desc = f"{desc} [opt-in]"
         rows.append((i.name, i.distribution, i.level, ", ".join(i.capabilities) or "-", desc))
     widths = [max(len(r[j]) for r in [header, *rows]) for j in range(4)]
     rule = tuple("-" * w for w in widths) + ("-" * len(header[4]),)
