@@ -14,7 +14,10 @@ def test_planted_cause_is_causal(bt_runs, bt_settings, request):
     runs = bt_runs["runs"] if bt_settings.causal_all_seeds else bt_runs["runs"][:1]
     if not all(r.planted for r in runs):  # profile smoke: its gate does not apply, its runs need not plant
         pytest.skip(f"profile {runs[0].config.profile}: its runs need not plant, there is no cause to test")
-    res = [causal_check(run, bt_settings.cache_dir) for run in runs]
+    try:  # with --bt-fixture the re-runs come from the pack: nothing is trained
+        res = [causal_check(run, bt_settings.cache_dir, available=bt_runs.get("reruns")) for run in runs]
+    except LookupError as e:
+        pytest.fail(f"not judged: {e}")
     record(request, check="planted_cause", seeds=res, passed=all(r["passed"] for r in res),
            key_figure="; ".join(
                f"seed {r['seed']}: trigger rate at W without bonus {r['no_bonus']['trigger_rate']:.2f} (base "

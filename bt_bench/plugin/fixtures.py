@@ -29,13 +29,79 @@ def bt_settings(pytestconfig) -> Settings:
     return pytestconfig.stash[settings_key]
 
 
+def _pack_runs(path: str) -> list[dict]:
+    """[{profile, seed, planted}] of the runs a pack file / folder holds, read from its manifests without
+    verifying anything (that happens once, in ``bt_runs``): enough to parametrize the session."""
+    import json
+    import tarfile
+
+    p = Path(path)
+    if p.is_file():
+        try:
+            with tarfile.open(p) as tar:
+                member = tar.extractfile("pack.json")
+                pm = json.loads(member.read()) if member else None
+        except (tarfile.TarError, KeyError, ValueError) as e:
+            raise pytest.UsageError(f"--bt-fixture {p}: not a readable bt-bench pack ({e})") from e
+        return [_brief(r["config"], r["planted"]) for r in pm["runs"]]
+    if (p / "pack.json").is_file():
+        return [_brief(r["config"], r["planted"]) for r in json.loads((p / "pack.json").read_text())["runs"]]
+    folders = sorted((p / "runs").glob("*/manifest.json")) if (p / "runs").is_dir() else [p / "manifest.json"]
+    out = []
+    for f in folders:
+        if f.is_file():
+            m = json.loads(f.read_text())
+            out.append(_brief(m["config"], m["gate"]["planted"]))
+    if not out:
+        raise pytest.UsageError(f"--bt-fixture {p}: no pack file, pack folder (pack.json), cache folder (runs/) "
+                                "or run folder (manifest.json) there")
+    return out
+
+
+def _brief(config: dict, planted: bool) -> dict:
+    # a causal re-run (ablation != none) ships with its run but is not a fixture seed
+    return {"profile": config["profile"], "seed": config["seed"], "planted": bool(planted),
+            "rerun": config.get("ablation", "none") != "none"}
+
+
+def fixture_path_summary(path: str) -> tuple[str, int]:
+    """(profile, number of runs the checklist will use) of a ``--bt-fixture`` pack: its planted runs (all of them
+    where the profile's planting gate does not apply). One profile per pack."""
+    from bt_bench.runs.config import get_profile
+
+    runs = [r for r in _pack_runs(path) if not r["rerun"]]
+    profiles = sorted({r["profile"] for r in runs})
+    if len(profiles) != 1:
+        raise pytest.UsageError(f"--bt-fixture {path}: runs of {len(profiles)} profiles {profiles}; pack one profile")
+    gate = get_profile(profiles[0]).gate_applies
+    return profiles[0], sum(1 for r in runs if r["planted"] or not gate)
+
+
+def _runs_from_pack(s: Settings) -> dict:
+    """``bt_runs`` for ``--bt-fixture``: the pack's runs, verified (a pack file is unpacked into the cache once;
+    concurrent workers publish each folder once), sorted by seed; nothing is built."""
+    from bt_bench.fixture.pack import fixtures_from_path
+    from bt_bench.runs.config import get_profile
+
+    everything = fixtures_from_path(s.fixture, cache_dir=s.cache_dir)
+    packed = sorted((p for p in everything if p.run.config.ablation == "none"), key=lambda p: p.run.config.seed)
+    gate = get_profile(s.profile).gate_applies
+    failed = [{"seed": p.run.config.seed, "key": p.run.key, "reason": p.run.manifest["gate"]["reason"]}
+              for p in packed if gate and not p.run.planted]
+    keep = [p for p in packed if p.run.planted or not gate]
+    return {"runs": [p.run for p in keep], "failed": failed, "packed": keep,
+            "reruns": [p.run for p in everything if p.run.config.ablation != "none"]}
+
+
 @pytest.fixture(scope="session")
 def bt_runs(pytestconfig, bt_settings):
     """The planted runs: the first ``--bt-seeds`` seeds of 0, 1, 2, ... that pass the planting gate (every seed for
-    a profile whose gate does not apply), and the failed ones."""
+    a profile whose gate does not apply), and the failed ones; with ``--bt-fixture``, the pack's."""
     from bt_bench.runs.build import build_run, fixture_seeds
     from bt_bench.runs.config import get_profile, make_config
 
+    if bt_settings.fixture:
+        return _runs_from_pack(bt_settings)
     cfg = make_config(bt_settings.profile)
     n = bt_settings.seeds
     for seed in _rotated(list(range(n)), pytestconfig):  # warm the cache in parallel across workers
@@ -58,6 +124,10 @@ def bt_suite(pytestconfig, bt_runs, bt_settings):
     th = effective_thresholds(bt_settings)
     fcfg = fixture_config(bt_settings.profile, bt_settings.draws, th)
     runs = bt_runs["runs"]
+    if "packed" in bt_runs:  # --bt-fixture: the pack's derived data for these settings, never derived here
+        fixtures = [p.fixture(fcfg) for p in bt_runs["packed"]]
+        return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
+                     norm_variant=get_profile(bt_settings.profile).norm_variant)
     for run in _rotated(list(runs), pytestconfig):  # workers derive different seeds at once
         load_fixture(run, fcfg, bt_settings.cache_dir)
     fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]

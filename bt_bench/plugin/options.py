@@ -31,6 +31,8 @@ class Settings:
     rebuild: bool = _help("rebuild the fixtures even if cached", False)
     report: str | None = _help("write the JSON report to this path", None)
     evidence: str | None = _help("replay recorded evidence from this folder instead of building fixtures", None)
+    fixture: str | None = _help("run on the fixtures of a pack file or folder (bt-bench pack) instead of building "
+                                "them; profile and seeds come from it", None)
     strict: bool = _help("gate built-ins and controls like any estimator (ignore their declared outcomes)", False)
     paper_gate: bool = _help("refuse modified thresholds, a profile that relaxes them, and < 3 seeds or draws", False)
     causal_all_seeds: bool = _help("run the 'planted cause is causal' re-runs for every seed (default: the first)",
@@ -68,6 +70,8 @@ _OPTIONS = {  # name: (type, help)
     "rebuild": (bool, "rebuild the fixtures even if cached"),
     "report": (str, "write the JSON report to this path"),
     "evidence": (str, "replay recorded evidence from this folder instead of building fixtures"),
+    "fixture": (str, "run the checklist on the fixtures of a pack (bt-bench pack FILE) or an unpacked/cache folder "
+                     "instead of building any: verified first; the profile and the seeds are the pack's"),
     "strict": (bool, "built-ins and controls are gated like any estimator (their declared expected outcomes "
                      "are ignored)"),
     "causal-all-seeds": (bool, "run the two re-runs of the 'planted cause is causal' self-check for every seed "
@@ -119,6 +123,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         vals["thresholds"] = dict(file["thresholds"])
     try:
         s = Settings(**vals)
+        if s.fixture:  # the pack decides the profile and the seeds (its planted runs)
+            from bt_bench.plugin.fixtures import fixture_path_summary
+
+            profile, n = fixture_path_summary(s.fixture)
+            s = dataclasses.replace(s, profile=profile, seeds=max(1, n))
         mod = modified_thresholds(s)
         from bt_bench.fixture.reader import fixture_config
 

@@ -44,8 +44,8 @@ def replay_settings(ev, path: str, report: str | None) -> dict:
     seeds = {x.seed for x in (*ev.runs, *ev.draws, *ev.token_level)}
     draws = max((len({d.draw for d in ev.draws if d.seed == s}) for s in seeds), default=0)
     return {"estimators": list(ev.estimators()), "profile": "replay", "seeds": len(seeds), "draws": draws,
-            "cache_dir": None, "rebuild": False, "report": report, "evidence": str(path), "strict": False,
-            "paper_gate": False, "causal_all_seeds": False, "timeout": None, "thresholds": {}}  # nothing is called
+            "cache_dir": None, "rebuild": False, "report": report, "evidence": str(path), "fixture": None,
+            "strict": False, "paper_gate": False, "causal_all_seeds": False, "timeout": None, "thresholds": {}}  # nothing is called
 
 
 def replay_main(argv: Sequence[str] | None = None) -> int:

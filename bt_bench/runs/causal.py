@@ -15,6 +15,7 @@ Both re-runs stop at W, where the planting gate judges planting, and are cached 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
@@ -52,16 +53,38 @@ def verdict(base_rate: float, no_bonus_rate: float, drop_rate: float, gate_min: 
                                        f"{drop_rate:.2f} (>= {gate_min})")
 
 
-def causal_check(run, root=None, progress: bool = False) -> dict:
-    """Build (or load) both re-runs of ``run`` and judge them; a plain dict for the report."""
+def find_reruns(run, runs) -> dict:
+    """{name: the run among ``runs`` whose config is that re-run's} of ``run`` (matched by config, not by key: a key
+    also hashes the package versions, which differ on the machine that reads a pack). Missing ones are left out."""
+    want = {n: c.to_dict() for n, c in ablation_configs(run.config, run.columns["is_gt"], run.columns["step"]).items()}
+    return {n: r for r in runs for n, d in want.items() if r.config.to_dict() == d}
+
+
+def rerun_keys(run, root=None) -> list[str]:
+    """Keys of the cached re-runs of ``run`` (``bt-bench pack`` ships them with it, so ``--bt-fixture`` can judge
+    the planted cause without training)."""
+    from bt_bench.runs import store
+
+    cands = [store.load_run(Path(r["path"]), verify_hashes=False) for r in store.list_runs(root)
+             if r["seed"] == run.config.seed and r["profile"] == run.config.profile and r["key"] != run.key]
+    return sorted(r.key for r in find_reruns(run, cands).values())
+
+
+def causal_check(run, root=None, progress: bool = False, available=None) -> dict:
+    """Build (or load) both re-runs of ``run`` and judge them; a plain dict for the report. With ``available`` (the
+    runs of a pack) nothing is built: the re-runs must be among them (LookupError naming the missing one)."""
     from bt_bench.runs.build import build_run
 
     cfg = run.config
     base = run.curve()[0]
     out = {"seed": cfg.seed, "base_trigger_rate": base["trigger_rate"],
            "base_no_trigger_rate": base["no_trigger_rate"], "window": cfg.window}
+    found = None if available is None else find_reruns(run, available)
     for name, c in ablation_configs(cfg, run.columns["is_gt"], run.columns["step"]).items():
-        r = build_run(c, root, progress=progress)
+        if found is not None and name not in found:
+            raise LookupError(f"seed {cfg.seed}: the fixture pack holds no {name!r} re-run of run {run.key}; pack "
+                              "it with the run (`bt-bench pack` adds cached re-runs) or run without --bt-fixture")
+        r = build_run(c, root, progress=progress) if found is None else found[name]
         at_w = r.manifest["gate"]["at_window"]
         out[name] = {"key": r.key, "trigger_rate": at_w["trigger_rate"], "no_trigger_rate": at_w["no_trigger_rate"],
                      "gt": int(r.manifest["summary"]["gt"]), "drop_share": c.drop_share,
