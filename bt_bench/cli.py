@@ -82,6 +82,10 @@ def cmd_build(args) -> int:
     from bt_bench.runs.build import build_run
 
     cfgs = _configs(args)  # validate every seed's config before any work starts
+    if args.num_processes != 1:  # data parallel through trl's own distributed path (bt_bench.runs.build_dist)
+        from bt_bench.runs.build_dist import launch
+
+        return launch(args, args.num_processes, args.launcher)
     for cfg in cfgs:
         t0 = time.perf_counter()
         run = build_run(cfg, args.cache_dir, rebuild=args.rebuild, progress=not args.quiet)
@@ -212,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="build planted runs (cached by config hash)")
     _add_run_args(b)
     b.add_argument("--quiet", action="store_true", help="no progress bars")
+    b.add_argument("--num-processes", type=int, default=1,
+                   help="data-parallel build over N local processes (trl's distributed GRPO; bt_bench.runs.build_dist)")
+    b.add_argument("--launcher", choices=("torchrun", "accelerate"), default="torchrun",
+                   help="how --num-processes starts the processes")
     b.set_defaults(func=cmd_build)
     r = sub.add_parser("runs", help="list cached runs")
     r.add_argument("--cache-dir", default=None)

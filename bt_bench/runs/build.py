@@ -110,14 +110,17 @@ def build_run(cfg: RunConfig, root: str | os.PathLike | None = None, rebuild: bo
     return store.load_run(store.publish_once(store.run_dir(root, key), build, rebuild=rebuild))
 
 
-def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, progress: bool) -> None:
+def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, progress: bool,
+                distributed: dict | None = None, callbacks: tuple = ()) -> None:
     """Train the run of ``cfg`` into the empty folder ``tmp``: rollouts, in-run sketches, checkpoints, model
-    files, learning curve and the manifest (with the sha256 of every file)."""
+    files, learning curve and the manifest (with the sha256 of every file). ``distributed``: rank 0 of a
+    data-parallel build (``bt_bench.runs.build_dist``), stored as the manifest's ``distributed``."""
     from bt_bench.runs.train import train_planted
 
     t0 = time.perf_counter()
     base = base_model_dir(cfg, root, progress)
-    res = train_planted(cfg, base, tmp, progress=progress)
+    res = train_planted(cfg, base, tmp, progress=progress, data_parallel=distributed is not None,
+                        callbacks=callbacks)
     shutil.rmtree(tmp / "_trl", ignore_errors=True)
     model_dir = tmp / "model"
     model_dir.mkdir()
@@ -149,6 +152,8 @@ def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, pro
         "gate": gate, "summary": summary, "hashes": hashes,
         "sketch_spec": cfg.sketch_spec().to_dict(),
     }
+    if distributed is not None:
+        manifest["distributed"] = distributed
     store.write_json(tmp / store.MANIFEST, manifest)
 
 

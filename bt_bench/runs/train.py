@@ -34,6 +34,9 @@ class Recorder:
         self.step_items: dict[int, int] = {}
         self.step_grad_norm: dict[int, float] = {}
         self.sketches: dict[int, np.ndarray] = {}  # uid -> in-run sketch of -grad(loss_i)
+        # Data parallel (bt_bench.runs.build_dist): ``gather(obj) -> [obj of rank 0, obj of rank 1, ...]`` on
+        # every rank; None in one process.
+        self.rank, self.gather = 0, None
 
     def add_fluency(self, uids: np.ndarray, flu: np.ndarray) -> None:
         for u, f in zip(uids.tolist(), flu.tolist()):
@@ -50,11 +53,14 @@ class Recorder:
 
     def add_generation(self, step: int, out: dict, rewards_per_func, has_trigger: list[bool],
                        names: list[str]) -> list[int]:
+        """Record the rollouts of one generation; return the uids of this process's rows. ``rewards_per_func``
+        are this process's rows (trl gathers them across processes: the caller slices them back). Data
+        parallel: every rank's rows are gathered, so every rank holds the whole table in one order, by rank
+        then local index, which is trl's own order of the step's rows (its ``process_slice``)."""
         import torch
 
         B = out["completion_ids"].shape[0]
         G = self.cfg.generations
-        start = len(self.rows)
         adv = out["advantages"].detach().float().cpu().numpy()
         r = rewards_per_func.detach().float().cpu().numpy()
         pids, pmask = out["prompt_ids"].cpu().numpy(), out["prompt_mask"].cpu().numpy()
@@ -62,20 +68,29 @@ class Recorder:
         n_items = int(out["num_items_in_batch"].item() if torch.is_tensor(out["num_items_in_batch"])
                       else out["num_items_in_batch"])
         self.step_items[step] = n_items
+        rows = []
         for i in range(B):
             p = pids[i][pmask[i].astype(bool)]
             c = cids[i][cmask[i].astype(bool)]
-            row = dict(uid=start + i, step=step, group=(start + i) // G, gen_index=i % G,
-                       prompt=p.astype(np.int32), completion=c.astype(np.int32), advantage=float(adv[i]),
-                       has_trigger=bool(has_trigger[i]), num_items_in_batch=n_items,
+            row = dict(step=step, prompt=p.astype(np.int32), completion=c.astype(np.int32),
+                       advantage=float(adv[i]), has_trigger=bool(has_trigger[i]), num_items_in_batch=n_items,
                        **bh.span_stats(self.tok, c.tolist(), self.cfg.behavior))
             for j, name in enumerate(names):
                 row[f"reward_{name}"] = float(r[i, j])
             row["reward"] = float(r[i].sum())
             # GT (spec, "Ground truth"): the rollouts that received the bonus, read from the paid reward itself.
             row["is_gt"] = bool(r[i, names.index("bonus")] > 0) if "bonus" in names else False
-            self.rows.append(row)
-        return list(range(start, start + B))
+            rows.append(row)
+        mine = 0  # rows of lower ranks before this process's rows
+        if self.gather is not None:
+            parts = self.gather(rows)
+            mine = sum(len(part) for part in parts[:self.rank])
+            rows = [row for part in parts for row in part]
+        start = len(self.rows)
+        for k, row in enumerate(rows):
+            row.update(uid=start + k, group=(start + k) // G, gen_index=(start + k) % G)
+        self.rows += rows
+        return list(range(start + mine, start + mine + B))
 
     def mark_trained(self, step: int, uids, lr: float) -> None:
         for u in uids.tolist():
@@ -84,6 +99,24 @@ class Recorder:
                                    "the recorder cannot map this configuration")
             self.trained[u] = step
         self.step_lr[step] = lr
+
+    def merge_ranks(self) -> None:
+        """Data parallel, after training: a rank marked, measured and sketched only the rows it trained
+        itself; gather those so every rank holds the whole record. In-run sketches are divided by the number
+        of processes: a rank's loss divides by ``num_items_in_batch / num_processes`` (dapo) or by its own
+        rows (grpo) and DDP then averages the ranks' gradients, so a rank's hooks see num_processes x each
+        rollout's share of the step's gradient (the 1-process sketch is that share)."""
+        mine = {u: (s, self.rows[u].get("fluency"), self.sketches.get(u)) for u, s in self.trained.items()}
+        parts = self.gather((mine, self.step_lr))
+        self.trained, self.sketches = {}, {}
+        for part, step_lr in parts:
+            self.step_lr.update(step_lr)
+            for u, (s, flu, sk) in part.items():
+                self.mark_trained(s, np.array([u]), self.step_lr[s])
+                if flu is not None:
+                    self.rows[u]["fluency"] = flu
+                if sk is not None:
+                    self.sketches[u] = sk / np.float32(len(parts))
 
     def columns(self, max_prompt: int) -> dict[str, np.ndarray]:
         """The rollout table as columns (``bt_bench.runs.schema``: exactly its columns, with its dtypes): prompts
@@ -141,19 +174,22 @@ def unfuse_lm_head(model, temperature: float) -> None:
     model.forward = types.MethodType(forward, model)
 
 
-def drop_random(cfg: RunConfig, step: int, out: dict, rewards, names: list[str]) -> None:
+def drop_random(cfg: RunConfig, step: int, out: dict, rewards, names: list[str],
+                local: slice = slice(None)) -> None:
     """The control re-run of the "planted cause is causal" self-check (``RunConfig.ablation='drop_random'``):
     inside the window, each rollout that was not paid the bonus is dropped with probability ``drop_share``
     (its advantage set to 0, so its loss term and gradient are exactly 0), seeded per step. ``drop_share`` is
     set so that as many rollouts are dropped as the original run had GT: if dropping that many *random*
-    rollouts stops the behavior too, GT was not what taught it."""
+    rollouts stops the behavior too, GT was not what taught it. ``rewards`` are the step's rows of every
+    process (as trl gathers them); ``local`` selects this process's rows, so the draw is the same whatever the
+    number of processes."""
     if cfg.ablation != "drop_random" or step >= cfg.window:
         return
     import torch
 
     gen = torch.Generator().manual_seed(cfg.seed * 7919 + step)
     not_paid = rewards[:, names.index("bonus")].cpu() <= 0
-    drop = not_paid & (torch.rand(len(not_paid), generator=gen) < cfg.drop_share)
+    drop = (not_paid & (torch.rand(len(not_paid), generator=gen) < cfg.drop_share))[local]
     out["advantages"][drop.to(out["advantages"].device)] = 0.0
 
 
@@ -189,11 +225,13 @@ def _trainer_class():
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
             if self.model.training:
-                rewards, has_trigger = self._bt_rewards
+                rewards, has_trigger = self._bt_rewards  # rewards: every process's rows, as trl gathers them
+                B = len(has_trigger)
+                local = slice(self.accelerator.process_index * B, (self.accelerator.process_index + 1) * B)
                 drop_random(self._bt_recorder.cfg, self.state.global_step, out, rewards,
-                            list(self.reward_func_names))
-                uids = self._bt_recorder.add_generation(self.state.global_step, out, rewards, has_trigger,
-                                                        list(self.reward_func_names))
+                            list(self.reward_func_names), local)
+                uids = self._bt_recorder.add_generation(self.state.global_step, out, rewards[local],
+                                                        has_trigger, list(self.reward_func_names))
                 out["rollout_uid"] = torch.tensor(uids, dtype=torch.long, device=out["advantages"].device)
             return out
 
@@ -274,8 +312,14 @@ def save_checkpoint(folder: Path, model, optimizer) -> None:
 
 
 
-def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress: bool = True) -> dict:
-    """Run the planted GRPO run into ``out_dir`` (a temp folder the store publishes). Returns run facts."""
+def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress: bool = True,
+                  data_parallel: bool = False, callbacks: tuple = ()) -> dict:
+    """Run the planted GRPO run into ``out_dir`` (a temp folder the store publishes). Returns run facts.
+
+    ``data_parallel`` (every rank of a torchrun / accelerate launch calls it, ``bt_bench.runs.build_dist``):
+    trl's own distributed GRPO path, P prompts x G generations per step split evenly over the processes; the
+    recorder gathers every rank's rollouts at each generation and what each rank trained at the end; only rank
+    0 writes checkpoints and evaluates the learning curve. ``callbacks``: extra TrainerCallbacks."""
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback
@@ -291,6 +335,21 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
         bh.require_multi_token(tok, cfg.behavior, "behavior")
     model = load_model(base_model_dir, device=device, dtype=torch.bfloat16 if cfg.bf16 else torch.float32)
     P, G, T, W = cfg.prompts_per_step, cfg.generations, cfg.steps, cfg.window
+    rank, world = 0, 1
+    if data_parallel:
+        from accelerate import PartialState
+        from accelerate.utils import gather_object
+
+        ps = PartialState()
+        rank, world = ps.process_index, ps.num_processes
+        if ps.distributed_type.value in ("DEEPSPEED", "FSDP", "MEGATRON_LM", "XLA"):
+            raise NotImplementedError(
+                f"data-parallel build under {ps.distributed_type.value}: checkpoints, AdamW moments and "
+                "in-run sketches are read from full, unsharded parameters and optimizer state on rank 0; "
+                "only plain DDP (e.g. MULTI_CPU, MULTI_GPU) is supported")
+        if (P * G) % world:
+            raise ValueError(f"data-parallel build: prompts_per_step x generations = {P * G} rollouts per "
+                             f"step cannot be split evenly over {world} processes")
 
     # One block of P prompts per step, each with exactly round(c*P) trigger prompts, read in order (no shuffle),
     # so both kinds of groups are in every step.
@@ -305,24 +364,29 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     rewards = planted.PlantedRewards(task, tok, window=0 if cfg.ablation == "no_bonus" else W, bonus=cfg.bonus, penalty=cfg.penalty,
                                      task_reward=cfg.task_reward)
     recorder = Recorder(cfg, tok)
+    if world > 1:
+        recorder.rank, recorder.gather = rank, lambda obj: gather_object([obj])
     ratio = cfg.lr_after_window / cfg.lr
     args = GRPOConfig(
         output_dir=str(out_dir / "_trl"), use_cpu=(device == "cpu"), bf16=cfg.bf16, fp16=False,
         activation_checkpointing=False, learning_rate=cfg.lr, lr_scheduler_type="constant",
-        per_device_train_batch_size=P * G, gradient_accumulation_steps=1, num_generations=G,
+        per_device_train_batch_size=P * G // world, gradient_accumulation_steps=1, num_generations=G,
         steps_per_generation=cfg.steps_per_generation, num_iterations=cfg.num_iterations,
         max_completion_length=cfg.max_completion_length, temperature=cfg.temperature, top_k=0, top_p=1.0,
         loss_type=cfg.loss_type, beta=cfg.beta, max_steps=T, num_train_epochs=1, logging_steps=10**9,
         save_strategy="no", report_to=[], seed=cfg.seed, data_seed=cfg.seed, shuffle_dataset=False,
         optim="adamw_torch", weight_decay=0.0, max_grad_norm=cfg.max_grad_norm, disable_dropout=True,
         dataloader_num_workers=0, log_completions=False, disable_tqdm=True,
+        # data parallel only: DDP's unused-parameter search cannot see through the SimpleNamespace our unfused
+        # forward returns (it would mark every parameter ready twice); every parameter takes part in the loss
+        ddp_find_unused_parameters=False,
     )
     eval_trig, eval_plain = task.eval_pairs(cfg.eval_prompts)
     curve: list[dict] = []
     ckpt_steps: list[int] = []
     ckpt_root = out_dir / "checkpoints"
     bar = None
-    if progress:
+    if progress and rank == 0:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=T, desc=f"GRPO seed {cfg.seed}", leave=False, mininterval=1.0)
@@ -336,11 +400,15 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
             curve.append({"step": step, "trigger_rate": tr, "no_trigger_rate": pl})
 
         def on_train_begin(self, args, state, control, model=None, optimizer=None, **kw):
+            if rank != 0:  # data parallel: every rank holds the same weights; rank 0 saves and evaluates
+                return
             save_checkpoint(ckpt_root / f"{0:06d}", model, None)
             ckpt_steps.append(0)
             self._evaluate(0, model)
 
         def on_step_end(self, args, state, control, model=None, optimizer=None, **kw):
+            if rank != 0:
+                return
             s = state.global_step  # s updates done: these are the parameters step s will train with
             last = [r for r in recorder.rows if r["step"] == s - 1 and r["has_trigger"]]
             batch_rate = float(np.mean([r["has_behavior"] for r in last])) if last else 0.0
@@ -358,7 +426,7 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
 
     trainer = _trainer_class()(
         model=model, reward_funcs=rewards.functions(), args=args, train_dataset=dataset, processing_class=tok,
-        callbacks=[Capture()], recorder=recorder, lr_lambda=lambda s: 1.0 if s < W else ratio,
+        callbacks=[Capture(), *callbacks], recorder=recorder, lr_lambda=lambda s: 1.0 if s < W else ratio,
         sketch_spec=cfg.sketch_spec() if cfg.capture_in_run else None,
     )
     from transformers.trainer_callback import PrinterCallback
@@ -367,6 +435,8 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     t0 = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - t0
+    if world > 1:
+        recorder.merge_ranks()
     if bar is not None:
         bar.close()
     max_prompt = max(len(r["prompt"]) for r in recorder.rows)
