@@ -25,7 +25,7 @@ from bt_bench.checklist.gate import FAIL, NA, NOT_JUDGED, PASS
 from bt_bench.checklist.registry import CHECKS as _REGISTRY
 
 BUILTINS = ("random", "norm_only", "norm_only_step", "fluency", "advantage_only", "oracle", "tracincp", "gas",
-            "gas_fixed_target", "trak", "tracin_adam")
+            "gas_fixed_target", "trak", "tracin_adam", "local_buffer")
 CHECKS = tuple(_REGISTRY)  # checklist order
 
 # The norm_only variant check 1 uses is declared per profile (bt_bench.runs.config.Profile.norm_variant), measured
@@ -48,8 +48,6 @@ _PAPER_VAR = "paper: after fluency control, verdicts flipped across seeds and dr
 _ADV = ("ours: inside the window a positive advantage nearly implies the planted cause; no built-in beat "
         "advantage_only on the tiny default")
 _ALIGN = "paper: the trigger-token gradient aligns with the in_context target (+0.23/+0.11/+0.30)"
-_ADAM = ("no preconditioned sketches are produced yet (optimizer_state inputs missing): every cell is NOT JUDGED "
-         "until they exist")
 
 _F, _P = FAIL, PASS
 # {profile: {estimator: {check: (label, reason)}}}, measured on the tiny default (seeds 0, 1, 2 x 3 draws) with the
@@ -135,7 +133,27 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "advantage_baseline": (_F, _ADV + " (precision 0.38 below it)"),
         "target_dependence": (_F, "training precision does not beat the placebo target on 1 of 3 seeds (+0.04, "
                                   "CI low -0.01)")},
-    "tracin_adam": {c: (NOT_JUDGED, _ADAM) for c in CHECKS} | {"trigger_token_alignment": (NA, _NO_TOKEN)},
+    # measured when derive began producing AdamW-preconditioned sketches (issue "Open the suite"): g / (sqrt(v_c)
+    # + eps) ranks the planted rollouts *below* chance on the toy (behavior directions carry large second moments)
+    "tracin_adam": {
+        "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 0.3-0.4, below chance, vs norm 3.1-3.4)"),
+        "fluency_confound": (_F, _PAPER_FLU + " (AUC 0.24-0.68 vs fluency 0.94-0.99)"),
+        "headroom": (_F, _PAPER_HEAD + " (window gain -1.23 to -1.40)"),
+        "seed_draw_variance": (_F, "residualized AUC 0.49, lowest CI low 0.23: no better than fluency"),
+        "trigger_token_alignment": (NA, _NO_TOKEN),
+        "advantage_baseline": (_F, _ADV + " (precision 0.50 below it)"),
+        "target_dependence": (_F, "training precision real minus placebo -0.03 on seed 0 (CI low -0.05)")},
+    "local_buffer": {  # LDA-ORL's local buffer: <g_target^c(s), g_i> at the rollout's own round
+        "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.7/4.2/4.4 vs norm 3.4/3.1/3.1; the CI does not "
+                                                     "clear norm_only on 1 of 3 seeds)"),
+        "fluency_confound": (_F, _PAPER_FLU + " (AUC 0.85-0.99 vs fluency 0.94-0.99; 9 of 9 draws)"),
+        "headroom": (_P, "like gas_fixed_target, scored at the rollout's own step it gains in the window (gain "
+                         "0.17/0.33/0.49, CI low >= 0.04)"),
+        "seed_draw_variance": (_P, "residualized AUC 0.75 (lowest CI low 0.52), Spearman 0.99: no flip on the toy"),
+        "trigger_token_alignment": (_P, "in_context minus placebo +13 to +72 (dot products), CI above 0"),
+        "advantage_baseline": (_F, _ADV + " (precision 0.23-0.30 below it)"),
+        "target_dependence": (_P, "precision real minus placebo +0.14/+0.19/+0.18 (CI low >= 0.08), AUC +0.77 to "
+                                  "+0.88")},
     # test-only positive control (never in the default set): tests/test_controls.py runs it on every check
     "oracle": {c: (_P, "the oracle reads the labels of the target's behavior: it must pass every check it takes "
                        "part in (target_dependence too: under a placebo target its labels are permuted)")
