@@ -7,12 +7,12 @@ a message that names the setting and its allowed values.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
-from bt_bench.runs.config import PROFILES, RunConfig
-
+from bt_bench.runs.options import add_run_args as _add_run_args
+from bt_bench.runs.options import configs as _configs
+from bt_bench.runs.options import summary_line as _summary_line
 
 
 def checks_dir() -> Path:
@@ -23,24 +23,6 @@ def checks_dir() -> Path:
             return cand
     raise FileNotFoundError("bt-bench: no checklist found (expected bt_bench/checks or ./checks)")
 
-def _add_run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", default="tiny", help=f"one of {sorted(PROFILES)} (default tiny)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds (default 0)")
-    p.add_argument("--cache-dir", default=None, help="run store root (default $BT_BENCH_CACHE or ~/.cache/bt-bench)")
-    p.add_argument("--rebuild", action="store_true", help="rebuild even if a run with this config is cached")
-    p.add_argument("--model-path", default=None, help="local folder of a HF causal LM (profile paper)")
-    for f in dataclasses.fields(RunConfig):
-        if f.name in ("profile", "seed", "model_path", "toy", "bpe"):
-            continue
-        if f.type == "bool":  # --bf16 / --no-bf16 (None = the profile's value)
-            p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, action=argparse.BooleanOptionalAction,
-                           default=None, help=f.metadata.get("help", ""))
-            continue
-        if f.type not in ("int", "float", "str"):
-            continue
-        typ = {"int": int, "float": float, "str": str}[f.type]
-        p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=typ, default=None,
-                       help=f.metadata.get("help", ""))
 
 
 def cmd_replay(args) -> int:
@@ -53,27 +35,6 @@ def cmd_replay(args) -> int:
     if not rest or rest[0] == "example":
         rest = [str(behaviortrace_seed2())] + rest[1:]
     return replay_main(rest)
-
-
-def _configs(args) -> list[RunConfig]:
-    from bt_bench.runs.config import make_config
-
-    over = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunConfig)
-            if hasattr(args, f.name) and f.name not in ("profile", "seed")}
-    over["model_path"] = args.model_path
-    for s in args.seeds:
-        if s < 0:
-            raise ValueError(f"--seeds: seed {s} is invalid: allowed non-negative integers")
-    return [make_config(args.profile, seed=s, **over) for s in args.seeds]
-
-
-def _summary_line(run) -> str:
-    s, g = run.manifest["summary"], run.manifest["gate"]
-    return (f"seed {run.config.seed}: {'PLANTED' if g['planted'] else 'NOT PLANTED'} | steps {run.config.steps} "
-            f"rollouts {s['rollouts']} |GT| {s['gt']} chance {s['chance']:.3f} ceiling {s['ceiling']:.3f} | window "
-            f"chance {s['window_chance']:.3f} headroom {s['window_headroom']:.3f} | final behavior rate trigger "
-            f"{s['final_trigger_rate']:.2f} no-trigger {s['final_no_trigger_rate']:.2f} | train "
-            f"{s['train_seconds']:.0f}s wall {s['wall_seconds']:.0f}s | {run.key}")
 
 
 def cmd_build(args) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 from bt_bench.fixture.pack import pack
 from bt_bench.fixture.reader import fixture_config, load_fixture
-from bt_bench.plugin.fixtures import fixture_path_summary
+from bt_bench.plugin.options import fixture_path_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 

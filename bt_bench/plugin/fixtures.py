@@ -29,54 +29,6 @@ def bt_settings(pytestconfig) -> Settings:
     return pytestconfig.stash[settings_key]
 
 
-def _pack_runs(path: str) -> list[dict]:
-    """[{profile, seed, planted}] of the runs a pack file / folder holds, read from its manifests without
-    verifying anything (that happens once, in ``bt_runs``): enough to parametrize the session."""
-    import json
-    import tarfile
-
-    p = Path(path)
-    if p.is_file():
-        try:
-            with tarfile.open(p) as tar:
-                member = tar.extractfile("pack.json")
-                pm = json.loads(member.read()) if member else None
-        except (tarfile.TarError, KeyError, ValueError) as e:
-            raise pytest.UsageError(f"--bt-fixture {p}: not a readable bt-bench pack ({e})") from e
-        return [_brief(r["config"], r["planted"]) for r in pm["runs"]]
-    if (p / "pack.json").is_file():
-        return [_brief(r["config"], r["planted"]) for r in json.loads((p / "pack.json").read_text())["runs"]]
-    folders = sorted((p / "runs").glob("*/manifest.json")) if (p / "runs").is_dir() else [p / "manifest.json"]
-    out = []
-    for f in folders:
-        if f.is_file():
-            m = json.loads(f.read_text())
-            out.append(_brief(m["config"], m["gate"]["planted"]))
-    if not out:
-        raise pytest.UsageError(f"--bt-fixture {p}: no pack file, pack folder (pack.json), cache folder (runs/) "
-                                "or run folder (manifest.json) there")
-    return out
-
-
-def _brief(config: dict, planted: bool) -> dict:
-    # a causal re-run (ablation != none) ships with its run but is not a fixture seed
-    return {"profile": config["profile"], "seed": config["seed"], "planted": bool(planted),
-            "rerun": config.get("ablation", "none") != "none"}
-
-
-def fixture_path_summary(path: str) -> tuple[str, int]:
-    """(profile, number of runs the checklist will use) of a ``--bt-fixture`` pack: its planted runs (all of them
-    where the profile's planting gate does not apply). One profile per pack."""
-    from bt_bench.runs.config import get_profile
-
-    runs = [r for r in _pack_runs(path) if not r["rerun"]]
-    profiles = sorted({r["profile"] for r in runs})
-    if len(profiles) != 1:
-        raise pytest.UsageError(f"--bt-fixture {path}: runs of {len(profiles)} profiles {profiles}; pack one profile")
-    gate = get_profile(profiles[0]).gate_applies
-    return profiles[0], sum(1 for r in runs if r["planted"] or not gate)
-
-
 def _runs_from_pack(s: Settings) -> dict:
     """``bt_runs`` for ``--bt-fixture``: the pack's runs, verified (a pack file is unpacked into the cache once;
     concurrent workers publish each folder once), sorted by seed; nothing is built."""

@@ -46,8 +46,8 @@ FAIL_ENV = "BT_BENCH_TEST_DIST_FAIL"
 
 
 def parser() -> argparse.ArgumentParser:
-    """The options of ``bt-bench build`` (same code: ``bt_bench.cli._add_run_args``)."""
-    from bt_bench.cli import _add_run_args
+    """The options of ``bt-bench build`` (same code: ``bt_bench.runs.options.add_run_args``)."""
+    from bt_bench.runs.options import add_run_args as _add_run_args
 
     ap = argparse.ArgumentParser(prog=f"torchrun --nproc_per_node N -m {MODULE}",
                                  description=__doc__.splitlines()[0])
@@ -202,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from accelerate import PartialState
 
-    from bt_bench.cli import _configs, _summary_line
+    from bt_bench.runs.options import configs as _configs
+    from bt_bench.runs.options import summary_line as _summary_line
     from bt_bench.runs.runtime import pick_device
 
     args = parser().parse_args(argv)

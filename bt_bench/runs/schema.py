@@ -1,7 +1,7 @@
 """The rollout schema: every column of a run's rollout table, its dtype, and who may read it.
 
 One table, read by everyone who touches rollouts: the recorder writes exactly these columns with these dtypes
-(``bt_bench.runs.train.Recorder.columns``), the fixture reads them (training rows, draw rows), and the candidate
+(``bt_bench.runs.recorder.Recorder.columns``), the fixture reads them (training rows, draw rows), and the candidate
 views (``bt_bench.estimator.CandidateData``) sort a row table into what an estimator sees and what stays behind
 the label wall. A column not listed here is refused by ``CandidateData``, so nothing label-like reaches a view
 under a new name.
