@@ -1,4 +1,6 @@
-"""Benchmarks. ``python -m bt_bench.bench sketch [--json PATH]`` (issue 3, "What it must show").
+"""Benchmarks. ``python -m bt_bench.bench sketch [--json PATH]`` (issue 3, "What it must show");
+``bench sketch --ladder`` / ``--scale`` (or ``bench ladder`` / ``bench scale``): the size ladder and the scale
+table of the published setting (bt_bench.bench.ladder).
 
 One model and one batch; interleaved rounds (the order rotates each round) of:
   floor         one batched forward+backward of the same GRPO loss (parameter gradients);
@@ -10,7 +12,13 @@ One model and one batch; interleaved rounds (the order rotates each round) of:
 Ratios are per round (candidate time / floor time of the same round); min and median are reported.
 "x ours" (time_vs_bt_bench) is the median over rounds of candidate time / bt_bench time of the same round:
 the speedup targets use it, since a paired ratio does not drift with the load of a shared machine.
-Peak memory is the resident-set high-water mark above the level before one call (Linux clear_refs).
+Peak memory is the resident-set high-water mark above the level before the candidate's first timed call (Linux
+clear_refs); setup (a cached dense matrix, projector buffers) is not counted.
+Before anything runs, each baseline's cost is estimated from its parts measured on this batch
+(bt_bench.bench.ladder.estimate_baselines). ``--max-call-s`` skips a baseline whose estimate exceeds it
+("skipped: est. N s/round"), ``--max-mem-gib`` one whose estimated peak exceeds it, and ``--slow-s S
+--slow-rounds N`` gives a baseline estimated above S seconds no warm-up call and only the first N rounds (its
+paired ratios use those rounds).
 """
 
 from __future__ import annotations
@@ -31,12 +39,18 @@ from typing import Any
 
 import torch
 
+from bt_bench.bench.ladder import (
+    TARGET_RATIO_TO_FLOOR,
+    TARGET_SPEEDUP,
+    available_bytes,
+    dense_cached,
+    estimate_baselines,
+    plan_skips,
+)
 from bt_bench.sketch import Sketcher, completion_logps, policy_loss_terms, preset, reference
 from bt_bench.sketch.projectors import DenseGaussianProjector
 from bt_bench.sketch.synthetic import random_batch, tiny_qwen2
 
-TARGET_RATIO_TO_FLOOR = 1.25  # issue 3: ours <= 1.25x the floor's time
-TARGET_SPEEDUP = 10.0  # issue 3: >= 10x faster than loop_dense and traker_basic
 CONFIG_KEYS = ("rollouts", "prompt_len", "completion_len", "vocab", "hidden", "layers", "heads", "kv_heads",
                "intermediate", "rounds", "threads", "preset", "seed")
 
@@ -49,6 +63,7 @@ class Candidate:
     wall: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
     peak_bytes: int | None = None
+    slow: bool = False  # no warm-up, only the first `slow_rounds` rounds (run_rounds)
 
 
 def _fixed_mmap_threshold() -> None:
@@ -77,6 +92,7 @@ def peak_extra_bytes(run: Callable[[], Any]) -> int | None:
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")  # reset VmHWM to the current VmRSS
     except OSError:
+        run()
         return None
     before = _status_kib("VmRSS")
     run()
@@ -109,9 +125,10 @@ def build_candidates(model: torch.nn.Module, batch: dict[str, Any], sketcher: Sk
                      skip: set[str]) -> tuple[list[Candidate], list[dict[str, str]]]:
     """The candidates; setup (projector matrices, hooks layout) is done here, untimed."""
     n_params = sketcher.n_params
-    cache = n_params * k * 4 <= 2**31  # keep M [P, k] in memory up to 2 GiB, else regenerate chunks per call
+    cache = dense_cached(n_params, k)
     dense = DenseGaussianProjector(n_params, k, seed=sketcher.spec.seed, cache=cache)
-    dense.project(torch.zeros(1, n_params))  # generate and cache M outside the timing
+    if cache and not {"loop_dense", "vmap_dense"} <= skip:
+        dense.project(torch.zeros(1, n_params))  # generate and cache M outside the timing
     m_note = "cached" if cache else "regenerated per call"
 
     def floor() -> None:
@@ -126,44 +143,60 @@ def build_candidates(model: torch.nn.Module, batch: dict[str, Any], sketcher: Sk
         Candidate("vmap_dense", lambda: dense.project(-reference.per_rollout_grads_vmap(model, batch)),
                   f"torch.func vmap + dense Gaussian ({m_note})"),
     ]
-    unavailable: list[dict[str, str]] = []
-    try:
+
+    def traker() -> Candidate:
         from trak.projectors import BasicProjector, ProjectionType
 
         proj = BasicProjector(grad_dim=n_params, proj_dim=k, seed=0, proj_type=ProjectionType.normal,
                               device=torch.device("cpu"))
-        cands.append(Candidate(
-            "traker_basic",
-            lambda: proj.project(-reference.per_rollout_grads_vmap(model, batch), model_id=0),
-            "vmap gradients + trak.projectors.BasicProjector (regenerates its blocks per call)"))
-    except Exception as exc:  # noqa: BLE001 - report why, whatever it is
-        unavailable.append({"name": "traker_basic", "reason": f"{type(exc).__name__}: {exc}"})
-    try:
+        return Candidate("traker_basic",
+                         lambda: proj.project(-reference.per_rollout_grads_vmap(model, batch), model_id=0),
+                         "vmap gradients + trak.projectors.BasicProjector (regenerates its blocks per call)")
+
+    def dattri() -> Candidate:
         from dattri.func.projection import random_project
 
         b = batch["prompt_ids"].shape[0]
         dproj = random_project(torch.zeros(b, n_params), b, k, b, proj_seed=0, proj_type="normal",
                                device="cpu")
-        cands.append(Candidate(
-            "dattri_random", lambda: dproj(-reference.per_rollout_grads_vmap(model, batch)),
-            "vmap gradients + dattri.func.projection.random_project (CPU BasicProjector)"))
-    except Exception as exc:  # noqa: BLE001
-        unavailable.append({"name": "dattri_random", "reason": f"{type(exc).__name__}: {exc}"})
+        return Candidate("dattri_random", lambda: dproj(-reference.per_rollout_grads_vmap(model, batch)),
+                         "vmap gradients + dattri.func.projection.random_project (CPU BasicProjector)")
+
+    unavailable: list[dict[str, str]] = []
+    for name, make in (("traker_basic", traker), ("dattri_random", dattri)):
+        if name not in skip:
+            try:
+                cands.append(make())
+            except Exception as exc:  # noqa: BLE001 - report why, whatever it is
+                unavailable.append({"name": name, "reason": f"{type(exc).__name__}: {exc}"})
     kept = [c for c in cands if c.name == "floor" or c.name not in skip]
     return kept, unavailable
 
 
-def run_rounds(cands: list[Candidate], rounds: int) -> None:
-    """Warm-up once, then `rounds` interleaved rounds with the order rotated each round."""
+def run_rounds(cands: list[Candidate], rounds: int, slow_rounds: int | None = None) -> None:
+    """Warm-up once, then `rounds` interleaved rounds with the order rotated each round; peak memory is taken
+    on each candidate's first timed call. A slow candidate gets no warm-up and runs only in the first
+    `slow_rounds` rounds, so its i-th time pairs with the i-th time of the others (same round)."""
     for cand in cands:
-        cand.run()
+        if not cand.slow:
+            cand.run()
     for r in range(rounds):
         order = cands[r % len(cands):] + cands[: r % len(cands)]
         for cand in order:
-            w0, c0 = time.perf_counter(), time.thread_time()
-            cand.run()
-            cand.cpu.append(time.thread_time() - c0)
-            cand.wall.append(time.perf_counter() - w0)
+            if cand.slow and slow_rounds is not None and len(cand.wall) >= slow_rounds:
+                continue
+            gc.collect()
+
+            def timed(cand: Candidate = cand) -> None:
+                w0, c0 = time.perf_counter(), time.thread_time()
+                cand.run()
+                cand.cpu.append(time.thread_time() - c0)
+                cand.wall.append(time.perf_counter() - w0)
+
+            if r == 0:
+                cand.peak_bytes = peak_extra_bytes(timed)
+            else:
+                timed()
 
 
 def summarize(cands: list[Candidate], rollouts: int, k: int) -> list[dict[str, Any]]:
@@ -171,7 +204,7 @@ def summarize(cands: list[Candidate], rollouts: int, k: int) -> list[dict[str, A
     ours = next((c for c in cands if c.name == "bt_bench"), None)
     rows = []
     for cand in cands:
-        ratios = [t / f for t, f in zip(cand.wall, floor.wall)]
+        ratios = [t / f for t, f in zip(cand.wall, floor.wall)]  # zip: a slow candidate ran the first rounds
         # time relative to bt_bench in the same round (paired: robust to the machine's load drifting)
         vs_ours = None if ours is None else statistics.median(t / o for t, o in zip(cand.wall, ours.wall))
         cpu_ratios = [t / f for t, f in zip(cand.cpu, floor.cpu)]
@@ -185,6 +218,7 @@ def summarize(cands: list[Candidate], rollouts: int, k: int) -> list[dict[str, A
             "time_vs_bt_bench": vs_ours,
             "seconds_median": median,
             "seconds_min": min(cand.wall),
+            "rounds": len(cand.wall),
             "peak_bytes": cand.peak_bytes,
             "peak_bytes_per_rollout": None if cand.peak_bytes is None else cand.peak_bytes / rollouts,
             "output_bytes_per_rollout": 0 if cand.name == "floor" else 4 * k,
@@ -230,6 +264,8 @@ def print_report(report: dict[str, Any]) -> None:
               f"{_fmt_mib(r['peak_bytes']):>9}{per:>15}  {r['note']}")
     for u in report["unavailable"]:
         print(f"{u['name']:<14} unavailable: {u['reason']}")
+    for u in report["skipped"]:
+        print(f"{u['name']:<14} {u['reason']} (est. {u['est_time_vs_bt_bench']:.1f}x ours)")
     for name, t in report["targets"].items():
         print(f"target {name}: {t['value']:.3f} (want {t['target']}) {'PASS' if t['pass'] else 'FAIL'}")
 
@@ -244,11 +280,22 @@ def bench_sketch(args: argparse.Namespace) -> dict[str, Any]:
     sketcher = Sketcher(model, preset(args.preset, seed=args.seed))
     k = sketcher.dim
     skip = set(filter(None, args.skip.split(",")))
-    cands, unavailable = build_candidates(model, batch, sketcher, k, skip)
-    run_rounds(cands, args.rounds)
+    estimates = estimate_baselines(model, batch, sketcher.n_params, k, args.seed)
+    avail = available_bytes()
+    max_mem = (int(args.max_mem_gib * 2**30) if args.max_mem_gib is not None
+               else None if avail is None else int(0.8 * avail))
+    too_big = {n: r for n, r in plan_skips(estimates, args.max_call_s, max_mem).items() if n not in skip}
+    cands, unavailable = build_candidates(model, batch, sketcher, k, skip | set(too_big))
     for cand in cands:
-        cand.peak_bytes = peak_extra_bytes(cand.run)
+        cand.slow = args.slow_s is not None and estimates.get(cand.name, {}).get("seconds", 0.0) > args.slow_s
+    run_rounds(cands, args.rounds, args.slow_rounds)
     rows = summarize(cands, args.rollouts, k)
+    ours = next((r for r in rows if r["name"] == "bt_bench"), None)
+    skipped = [{"name": n, "reason": reason, "est_seconds": estimates[n]["seconds"],
+                "est_peak_bytes": estimates[n]["peak_bytes"],
+                "est_time_vs_bt_bench": (None if ours is None
+                                         else estimates[n]["seconds"] / ours["seconds_median"])}
+               for n, reason in too_big.items()]
     return {
         "benchmark": "sketch",
         "config": {key: getattr(args, key) for key in CONFIG_KEYS},
@@ -258,6 +305,9 @@ def bench_sketch(args: argparse.Namespace) -> dict[str, Any]:
         "k": k,
         "candidates": rows,
         "unavailable": unavailable,
+        "skipped": skipped,
+        "estimates": estimates,
+        "max_mem_bytes": max_mem,
         "targets": check_targets(rows),
     }
 
@@ -280,11 +330,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="default", help="SketchSpec preset (bt_bench.sketch.spec.PRESETS)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip", default="", help="comma-separated candidate names to leave out")
+    p.add_argument("--max-call-s", type=float, default=None,
+                   help="skip a baseline whose estimated seconds per call exceed this (default: none)")
+    p.add_argument("--max-mem-gib", type=float, default=None,
+                   help="skip a baseline whose estimated peak exceeds this (default: 0.8 x MemAvailable)")
+    p.add_argument("--slow-s", type=float, default=None,
+                   help="a baseline estimated above this many s/call: no warm-up, --slow-rounds rounds")
+    p.add_argument("--slow-rounds", type=int, default=1, help="rounds of a slow baseline (with --slow-s)")
     p.add_argument("--json", default=None, help="write the report as JSON here")
+    p.add_argument("--ladder", action="store_true", help="run the size ladder (bt-bench bench ladder -h)")
+    p.add_argument("--scale", action="store_true", help="print the scale table of the published setting")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["ladder"], ["scale"]) or (argv[:1] == ["sketch"] and {"--ladder", "--scale"} & {*argv}):
+        from bt_bench.bench import ladder
+
+        return ladder.main(argv)
     args = build_parser().parse_args(argv)
     report = bench_sketch(args)
     print_report(report)
