@@ -8,7 +8,7 @@ tests/test_redteam.py runs `pytest checks` on the tiny fixture with each and ass
 (d) LabelsDeclarer declares the `labels` capability (meant for the suite's own test-only oracle)
 (e) TokenNorms     reads behavior-token sketch norms in full (not token-restricted) views
 (f) FakeStep       declares level="step" and returns per-rollout scores (the advantage)
-(g) NeverScores    declares `model` (no fixture provides a loader): never scores
+(g) NeverScores    declares `model` but asks for a checkpoint no view lists: never scores
 (h) IgnoresTarget  a good-looking score that ignores the target (the in-run gradient norm x the advantage sign)
 """
 
@@ -142,14 +142,14 @@ class FakeStep(_Base):
 
 
 class NeverScores(_Base):
-    """(g) needs the model at a checkpoint; no fixture provides a loader yet."""
+    """(g) needs the model at a checkpoint the view does not list (MissingInputError): it never scores."""
 
     name = "rt_never_scores"
     capabilities = frozenset({"model"})
 
     def score(self, candidates, target):
-        candidates.model(candidates.checkpoints[-1].step)
-        raise AssertionError("unreachable: no model loader")
+        candidates.model(candidates.checkpoints[-1].step + 10**6)
+        raise AssertionError("unreachable: the view lists no such checkpoint")
 
 
 class IgnoresTarget(_Base):
