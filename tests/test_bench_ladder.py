@@ -4,6 +4,8 @@ table's arithmetic checked by hand. No timing asserts: speed is measured by the 
 
 from __future__ import annotations
 
+import importlib.util
+
 import json
 
 import pytest
@@ -37,16 +39,19 @@ def test_ladder_on_two_tiny_sizes():
     extra = ["--preset", "small", "--skip", "dattri_random", "--max-mem-gib", str(10 / 1024), "--slow-s", "0"]
     out = L.run_ladder(TINY, (4,), extra, runner=in_process, progress=False)
     a, b = out["rows"]
+    # traker is optional (the `traker` extra; CI installs the base only): without it traker_basic is not measured
+    has_traker = importlib.util.find_spec("trak") is not None
+    base = [n for n in L.BASELINES if has_traker or n != "traker_basic"]
     assert (a["size"], a["n_params"], a["completion_len"], a["rollouts"]) == ("a", 2896, 4, 3)
-    for name in L.BASELINES:
+    for name in base:
         assert a[name]["measured"] and a[name]["rounds"] == 1 and a[name]["x_ours"] > 0
-    assert a["ours_vs_floor"] > 0 and set(a["peak_bytes"]) == {"floor", "bt_bench", *L.BASELINES}
+    assert a["ours_vs_floor"] > 0 and set(a["peak_bytes"]) >= {"floor", "bt_bench", *base}
     assert set(a["targets"]) == {"ours_vs_floor", "vs_loop_dense", "vs_traker_basic"}
-    assert set(a["targets"].values()) <= {"PASS", "FAIL"}
+    assert set(a["targets"].values()) <= ({"PASS", "FAIL"} if has_traker else {"PASS", "FAIL", "N/A"})
     for name in ("loop_dense", "vmap_dense"):
         assert not b[name]["measured"] and b[name]["reason"].startswith("skipped: est. peak")
         assert b[name]["x_ours"] > 0 and b[name]["est_peak_bytes"] == 2072 * 11424
-    assert b["traker_basic"]["measured"]
+    assert b["traker_basic"]["measured"] == has_traker
     assert b["targets"]["vs_loop_dense"] == b["targets"]["vs_traker_basic"] == "INFO"  # no speed target at b
     assert out["overall"]["vs_loop_dense"]["rows"] == [f"a/4: {a['targets']['vs_loop_dense']}"]
     assert [r["argv"][:3] for r in out["runs"]] == [["sketch", "--vocab", "32"], ["sketch", "--vocab", "64"]]
