@@ -172,7 +172,7 @@ def test_model_loader_contract(fx):
     c = view.checkpoints[-1].step
     m1, m2 = view.model(c), view.model(c)
     assert m1 is not m2 and not m1.training  # a fresh copy per call, eval mode
-    assert type(m1).forward is type(m1).__dict__.get("forward", type(m1).forward)
+    assert "forward" not in vars(m1)  # no forward patched on the instance (trl patches the model it trains)
     with pytest.raises(MissingInputError, match="no checkpoint"):
         view.model(c + 10_000)  # only the checkpoints the view lists
     no_model = type("N", (), {"name": "n", "level": "rollout", "capabilities": frozenset()})()
