@@ -130,6 +130,21 @@ def test_dattri_tracin_without_projection_is_exact_and_projected_close(cases, ex
     _check_token_view(got["token"], cases)
 
 
+def test_dattri_tracin_batch_size_does_not_change_scores(cases):
+    """The auto batch (fits ``memory_mb``; dattri recomputes the target per train batch) is a speed knob only."""
+    pytest.importorskip("dattri")
+    auto = get_estimator("dattri_tracin")
+    data, target = cases["train"]
+    assert auto._batch(data.view_for(auto)) == 1024  # smoke's model: far below the 2 GiB default
+    assert get_estimator("dattri_tracin", memory_mb=1)._batch(data.view_for(auto)) < 1024
+    np.testing.assert_allclose(_direct(get_estimator("dattri_tracin", batch_size=7), data, target),
+                               _direct(auto, data, target), rtol=1e-5, atol=1e-9)
+    from estimators.adapters.dattri_tda import DattriTracIn
+
+    with pytest.raises(ValueError, match="memory_mb must be >= 1"):
+        DattriTracIn(memory_mb=0)
+
+
 def test_trak_adapters_tend_to_tracin_and_agree(cases, exact):
     pytest.importorskip("trak")
     pytest.importorskip("dattri")

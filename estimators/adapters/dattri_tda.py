@@ -124,10 +124,28 @@ class DattriTracIn(_DattriAdapter):
     the candidates' loss is the behavior-span loss.
 
     Cost: a vmapped per-row gradient (batch x params floats at once) and its projection, per checkpoint.
+    dattri's ``attribute`` recomputes the test (target-row) gradients inside its loop over train batches, so
+    each train batch costs ``batch + R_c`` row gradients: the train batch is what amortizes the target.
+    ``batch_size=None`` (the default) takes the largest batch whose per-row gradients fit ``memory_mb``
+    (capped at 1024). Measured on tiny seed 0 (512 training rollouts, 203/240 target rows, 2 cores): 4.8
+    rollouts/s at batch 32, 21.5 at 512, 28.0 at 1024 (one process, an otherwise idle machine).
     """
 
     name = "dattri_tracin"
     description = "dattri 0.3 TracInAttributor: sum_c lr_c <P g_target^c, P g_i^c> (vmap per-row grads, eager attn)"
+
+    def __init__(self, proj_dim: int = 512, proj_type: str = "normal", batch_size: int | None = None,
+                 seed: int = 0, memory_mb: int = 2048):
+        super().__init__(proj_dim, proj_type, 1 if batch_size is None else batch_size, seed)
+        if int(memory_mb) < 1:
+            raise ValueError(f"DattriTracIn.memory_mb must be >= 1 (MiB of per-row gradients), got {memory_mb!r}")
+        self.auto_batch, self.memory_mb = batch_size is None, int(memory_mb)
+
+    def _batch(self, candidates: Candidates) -> int:
+        if not self.auto_batch:
+            return self.batch_size
+        n_params = sum(p.numel() for p in candidates.model(self._steps(candidates)[-1]).parameters())
+        return int(max(1, min(1024, self.memory_mb * 2**20 // (4 * n_params))))
 
     def score(self, candidates: Candidates, target: Target) -> np.ndarray:
         import torch
@@ -135,7 +153,7 @@ class DattriTracIn(_DattriAdapter):
 
         from estimators.adapters._model import as_scores
 
-        setup = _Setup(candidates, target, self._steps(candidates), self.batch_size)
+        setup = _Setup(candidates, target, self._steps(candidates), self._batch(candidates))
         lrs = torch.tensor([float(c.lr) for c in candidates.checkpoints])
         att = TracInAttributor(setup.task, weight_list=lrs, normalized_grad=False,
                                projector_kwargs=self._projector(setup), device=str(setup.device))
