@@ -158,6 +158,10 @@ def cmd_bench(args) -> int:
         from bt_bench.bench import capture
 
         return int(capture.main(args.rest[1:]) or 0)
+    if args.rest[:1] == ["sketch-seeds"]:
+        from bt_bench.bench import sketch_seeds
+
+        return int(sketch_seeds.main(args.rest[1:]) or 0)
     from bt_bench.bench import sketch
 
     return int(sketch.main(args.rest) or 0)

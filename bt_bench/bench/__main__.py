@@ -1,4 +1,4 @@
-"""``python -m bt_bench.bench sketch|ladder|scale|capture ...``: the same as ``bt-bench bench ...``."""
+"""``python -m bt_bench.bench sketch|ladder|scale|capture|sketch-seeds ...``: the same as ``bt-bench bench ...``."""
 
 import sys
 
