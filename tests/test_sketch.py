@@ -232,6 +232,32 @@ def test_generic_rule_matches_scale_rule(model, batch, monkeypatch):
     assert np.allclose(sk.sketch(batch), fast, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("weights", ["fp32", "low"])
+def test_low_precision_forward_sketches_in_fp32(model, batch, dtype, weights):
+    """bf16/fp16 as trl runs them (autocast forward; with weights="low" also the model loaded in that dtype): the
+    hooks project in fp32, so passive and active sketches are fp32 and equal the fp32 sketch of the same weights
+    within the model's own rounding (8 units of roundoff per row; measured 1.2-1.9u)."""
+    u = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}[dtype]
+    m = copy.deepcopy(model) if weights == "fp32" else copy.deepcopy(model).to(dtype)
+    spec = preset("default", seed=4)
+    ref = Sketcher(copy.deepcopy(m).float(), spec).sketch_torch(batch)
+    sk = Sketcher(m, spec)
+    with sk.capture() as cap:
+        with torch.autocast("cpu", dtype=dtype):
+            lp = completion_logps(m, batch)
+        policy_loss_terms(lp.float(), batch).sum().backward()
+    passive = cap.result(len(batch["advantages"]))
+    with torch.autocast("cpu", dtype=dtype):
+        active = sk.sketch_torch(batch)
+    nz = ref.norm(dim=1) > 0
+    for got in (passive, active):
+        assert got.dtype == torch.float32
+        assert torch.all(got[~nz] == 0)
+        row = (got - ref).norm(dim=1)[nz] / ref.norm(dim=1)[nz]
+        assert 0 < float(row.max()) <= 8 * u, float(row.max() / u)
+
+
 @pytest.mark.parametrize("reentrant", [False, True])
 def test_gradient_checkpointing_same_sketch(batch, reentrant):
     m = tiny_qwen2(seed=0)

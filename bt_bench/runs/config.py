@@ -4,7 +4,7 @@ Profiles (issue "Planted-behavior GRPO runs"; ``Profile``, ``PROFILES``, ``get_p
 - ``tiny``  the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations.
 - ``smoke`` a few dozen steps, for unit tests of code paths only (it need not plant).
 - ``paper`` the published setting (Qwen2.5-1.5B from a local path, 1000 GRPO steps, 4x4, lr 5e-6, bonus 8,
-  window 200, bf16 on GPU). It constructs and validates anywhere; it only runs on a GPU.
+  window 200, bf16, on a GPU by default; `--device cpu` runs it too, bf16 included, for a check of the user path).
 A profile also carries its fixture sampling sizes, threshold overrides, norm_only variant and whether the
 planting gate applies (``Profile``).
 """
@@ -104,7 +104,8 @@ class RunConfig:
     drop_share: float = _help("ablation 'drop_random': probability of dropping an unpaid in-window rollout", 0.0)
     capture_in_run: bool = _help("capture per-rollout sketches from the GRPO backward itself (exact TracIn inputs)",
                                  True)
-    bf16: bool = _help("bf16 training (GPU only)", False)
+    bf16: bool = _help("bf16 training (the published precision; runs on CUDA with bf16 support and on the CPU, "
+                       "where it is slower than fp32; the sketches are projected in fp32 either way)", False)
     device: str = _help("'auto' (cuda if available), 'cpu' or 'cuda'", "auto")
 
     def __post_init__(self):

@@ -32,6 +32,21 @@ def pick_device(device: str = "auto") -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def check_device_precision(device: str, bf16: bool) -> None:
+    """Before any training: the device exists and runs the precision asked for, else a one-line ValueError that
+    names the flag to use. bf16 on the CPU works (autocast and bf16 weights are CPU-supported; the sketch hooks
+    project in fp32), it is only slower than fp32 on CPUs without native bf16 units."""
+    import torch
+
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={device!r}: torch sees no CUDA device here; use --device cpu (with --no-bf16 "
+                             "for the fp32 path, or keep bf16: it runs on the CPU too, slower)")
+        if bf16 and not torch.cuda.is_bf16_supported():
+            name = torch.cuda.get_device_name(torch.device(device))
+            raise ValueError(f"bf16=True: {name} cannot run bf16; use --no-bf16 (fp32 training)")
+
+
 @contextlib.contextmanager
 def private_rng(seed: int):
     """Seed torch's RNG for a side computation and restore it after, so evaluations and draws never perturb

@@ -204,10 +204,11 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     from transformers import TrainerCallback
     from trl import GRPOConfig
 
-    from bt_bench.runs.runtime import load_model, load_tokenizer, pick_device, set_determinism
+    from bt_bench.runs.runtime import check_device_precision, load_model, load_tokenizer, pick_device, set_determinism
 
     set_determinism(cfg.seed)
     device = pick_device(cfg.device)
+    check_device_precision(device, cfg.bf16)
     task = cfg.task_obj()
     tok = load_tokenizer(base_model_dir, task)
     if task.chat:  # a one-token behavior would make the token-level checks trivial (issue "Real-LM fixtures")

@@ -11,6 +11,13 @@ uses, the embedding and the LM head, and both feed the same block):
 * :class:`GenericRule` - any other module with its own small parameters: exact per-rollout gradients by
   torch.func vmap of the module's vector-Jacobian product. Slower; the fallback.
 
+Precision: every projection and accumulation runs in fp32 whatever precision the model runs in (bf16 or
+fp16 weights, or autocast around the forward as trl/accelerate do for ``bf16=True``): activations and
+output gradients are cast to fp32 before they meet a projection factor, and autocast is switched off inside
+the hooks (:func:`full_precision`), so an autocast forward cannot turn one operand of a projection into
+bf16 while the backward hook produces the other in fp32. The sketch is then the fp32 projection of the
+gradient the model really computed in its own precision.
+
 The tensor hook is registered on a module output only when that output requires grad in grad mode,
 and it closes over the inputs of that same call. So with gradient checkpointing the outputs whose
 gradient is really computed are the hooked ones: non-reentrant recomputation builds outputs whose
@@ -76,6 +83,11 @@ class MatrixBlock:
         return y.transpose(1, 2).reshape(grads.shape[0], -1)
 
 
+def full_precision(device: torch.device):
+    """Autocast off on ``device`` (projections stay fp32 inside an autocast forward; see module docstring)."""
+    return torch.autocast(device_type=device.type, enabled=False)
+
+
 def _as_batch(x: Tensor, batch: int) -> Tensor:
     """[B, ..., d] -> [B, T, d] float32."""
     return x.reshape(batch, -1, x.shape[-1]).to(torch.float32)
@@ -115,13 +127,15 @@ class LinearRule(Rule):
             return
         batch = out.shape[0]
         capture = self.capture
-        a_proj = self.block.in_factor.project(_as_batch(inputs[0].detach(), batch))
+        with full_precision(out.device):
+            a_proj = self.block.in_factor.project(_as_batch(inputs[0].detach(), batch))
 
         def on_grad(g: Tensor) -> None:
-            delta = _as_batch(g, batch)
-            capture.acc.add_pair(self.block.name, self.block.out_factor.project(delta), a_proj)
-            if self.bias_offset is not None:
-                capture.acc.add_small(self.bias_offset, delta.sum(1))
+            with full_precision(g.device):
+                delta = _as_batch(g, batch)
+                capture.acc.add_pair(self.block.name, self.block.out_factor.project(delta), a_proj)
+                if self.bias_offset is not None:
+                    capture.acc.add_small(self.bias_offset, delta.sum(1))
             capture.acc.fired.add(self.use)
 
         out.register_hook(on_grad)
@@ -150,7 +164,8 @@ class EmbeddingRule(Rule):
             rows = rows * (ids.reshape(batch, -1, 1) != padding_idx)
 
         def on_grad(g: Tensor) -> None:
-            capture.acc.add_pair(self.block.name, rows, self.block.in_factor.project(_as_batch(g, batch)))
+            with full_precision(g.device):
+                capture.acc.add_pair(self.block.name, rows, self.block.in_factor.project(_as_batch(g, batch)))
             capture.acc.fired.add(self.use)
 
         out.register_hook(on_grad)
@@ -175,14 +190,15 @@ class ScaleRule(Rule):
         capture = self.capture
 
         def on_grad(g: Tensor) -> None:
-            if y.dtype in (torch.float32, torch.float64) and bool((weight != 0).all()):
-                # sum_t g_t * y_t / w: divide once per rollout, after the token sum
-                value = (_as_batch(g, batch) * _as_batch(y, batch)).sum(1) / weight.to(torch.float32)
-            else:
-                with capture.paused_hooks(), torch.no_grad():
-                    normed = functional_call(module, {"weight": torch.ones_like(weight)}, (x,))
-                value = (_as_batch(g, batch) * _as_batch(normed, batch)).sum(1)
-            capture.acc.add_small(self.offset, value)
+            with full_precision(g.device):
+                if y.dtype in (torch.float32, torch.float64) and bool((weight != 0).all()):
+                    # sum_t g_t * y_t / w: divide once per rollout, after the token sum
+                    value = (_as_batch(g, batch) * _as_batch(y, batch)).sum(1) / weight.to(torch.float32)
+                else:  # bf16/fp16 output: y / w would amplify its rounding, so recompute f(x) with w = 1
+                    with capture.paused_hooks(), torch.no_grad():
+                        normed = functional_call(module, {"weight": torch.ones_like(weight)}, (x,))
+                    value = (_as_batch(g, batch) * _as_batch(normed, batch)).sum(1)
+                capture.acc.add_small(self.offset, value)
             capture.acc.fired.add(self.use)
 
         out.register_hook(on_grad)
@@ -208,7 +224,7 @@ class GenericRule(Rule):
             return (functional_call(module, p, (xi.unsqueeze(0),)) * gi.unsqueeze(0)).sum()
 
         def on_grad(g: Tensor) -> None:
-            with capture.paused_hooks(), torch.enable_grad():
+            with capture.paused_hooks(), torch.enable_grad(), full_precision(g.device):
                 per = vmap(grad(vjp_one), in_dims=(None, 0, 0))(params, x, g)
             for name, offset in self.offsets.items():
                 capture.acc.add_small(offset, per[name].reshape(g.shape[0], -1).to(torch.float32))

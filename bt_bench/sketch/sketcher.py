@@ -34,6 +34,7 @@ from bt_bench.sketch.hooks import (
     MatrixBlock,
     Rule,
     ScaleRule,
+    full_precision,
     is_elementwise_scale,
 )
 from bt_bench.sketch.loss import LossFn, completion_logps, policy_loss_terms, slice_batch
@@ -157,6 +158,10 @@ class Sketcher:
 
     # ---------------------------------------------------------------- maps
     def _finish(self, matrix: Mapping[str, Tensor], small: Tensor | None, batch: int, final: bool) -> Tensor:
+        with full_precision(torch.device(self.device)):  # fp32 under a caller's autocast too (hooks docstring)
+            return self._finish_fp32(matrix, small, batch, final)
+
+    def _finish_fp32(self, matrix: Mapping[str, Tensor], small: Tensor | None, batch: int, final: bool) -> Tensor:
         parts = []
         for name, block in self.blocks.items():
             if name in matrix:
@@ -171,7 +176,10 @@ class Sketcher:
     def project(self, grads: Tensor, final: bool = True) -> Tensor:
         """The sketch map S applied to explicit flat gradients [B, P] (order of `flat_parameters`).
         `sketch(batch)` equals `project(-per-rollout gradients)` up to float error."""
-        grads = grads.to(device=self.device, dtype=torch.float32)
+        with full_precision(torch.device(self.device)):
+            return self._project_fp32(grads.to(device=self.device, dtype=torch.float32), final)
+
+    def _project_fp32(self, grads: Tensor, final: bool) -> Tensor:
         if self.spec.kind == "dense":
             return self._dense.project(grads)
         views, start = {}, 0
@@ -208,7 +216,8 @@ class Sketcher:
             return torch.cat(chunks)
         if self.spec.kind == "dense":
             grads = reference.per_rollout_grads_vmap(self.model, batch, loss_fn)
-            return self._dense.project(-grads if precondition is None else -grads * precondition.flat)
+            with full_precision(torch.device(self.device)):
+                return self._dense.project(-grads if precondition is None else -grads * precondition.flat)
         if precondition is None:
             capture = Capture(self.rules, self.n_small, make_leaf=True)
         else:
