@@ -174,12 +174,31 @@ def test_estimator_error_is_one_line_and_the_traceback_is_in_the_json(cells, tmp
     assert 'raise ValueError("boom-marker went off")' in verbose.stdout.str()
 
 
+def test_a_crashing_estimator_dies_in_its_scoring_process_not_in_the_worker(cells, tmp_path):
+    """Scored in a process of its own (the default), os._exit ends that process: an ERROR cell per call, every xdist
+    worker lives on."""
+    pytest.importorskip("xdist")
+    res, doc = run(cells, tmp_path / "r.json", "oracle", "bt_plug:Crash",
+                   args=("-n", "2", "--max-worker-restart", "0", "--bt-seeds", "4"))
+    out = res.stdout.str()
+    assert res.ret != 0 and doc["exit_status"] != 0
+    got = by_cell(doc)
+    for s in [f"seed{i}" for i in range(4)]:
+        assert got["oracle", s][0] == "passed"
+        outcome, v = got["bt_plug:Crash", s]
+        assert outcome == "error" and "scoring process died" in v["reason"], v
+        assert "worker 'gw" not in v["reason"]
+    assert "crashed" not in out.replace("crashed workers", "")
+    assert out.count("bt_plug:Crash: GATE FAIL") == 1 and out.count("oracle: AS EXPECTED") == 1
+
+
 def test_worker_crash_is_an_error_cell_and_the_run_goes_on(cells, tmp_path):
     pytest.importorskip("xdist")
-    # 4 crashing cells but only 2 worker restarts allowed: without the crashed-estimator list every cell of it
-    # would kill a worker, xdist would stop the run and the remaining cells would be lost
+    # in-process scoring (--bt-isolation none): 4 crashing cells but only 2 worker restarts allowed: without the
+    # crashed-estimator list every cell of it would kill a worker, xdist would stop the run and the remaining
+    # cells would be lost
     res, doc = run(cells, tmp_path / "r.json", "oracle", "bt_plug:Crash",
-                   args=("-n", "2", "--max-worker-restart", "2", "--bt-seeds", "4"))
+                   args=("-n", "2", "--max-worker-restart", "2", "--bt-seeds", "4", "--bt-isolation", "none"))
     out = res.stdout.str()
     assert res.ret != 0 and doc["exit_status"] != 0
     assert "maximum crashed workers reached" not in out

@@ -3,8 +3,9 @@ on the tiny fixture as a user would run it (a subprocess, the estimator selected
 For each: what the suite does (a named error, NOT JUDGED, or the check that catches it) and exit code 1.
 
 The tiny fixture must be built; CI's main job builds it first into the shared cache (BT_BENCH_CACHE).
-GcWalker shows the limit of an in-process label wall: it does reach the harness's labels, and target_dependence is
-what fails it (a score that does not change with the target), as docs/checklist.md says.
+Every estimator is scored in a sandboxed process of its own (bt_bench.estimator.sealed), so GcWalker no longer
+reaches the harness's labels; the attacks on the judging process itself (patching on import, frames, the cache) are
+the SEALED cases below, run under --bt-paper-gate.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent / "redteam"
 
 
-def run_checks(cls: str, tmp_path: Path, cache: Path) -> tuple[int, str, dict]:
+def run_checks(cls: str, tmp_path: Path, cache: Path, *extra: str) -> tuple[int, str, dict]:
     report = tmp_path / "r.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
            "BT_BENCH_CACHE": str(cache)}
     p = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "checks"), "-p", "no:cacheprovider", "-p",
-                        "no:xdist", "-q", "--bt-estimator", f"redteam_estimators:{cls}", "--bt-report", str(report)],
+                        "no:xdist", "-q", "--bt-estimator", cls if ":" in cls else f"redteam_estimators:{cls}",
+                        "--bt-report", str(report), *extra],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     doc = json.loads(report.read_text())
     return p.returncode, p.stdout + p.stderr, doc
@@ -58,8 +60,9 @@ CASES = {
     # (a) no path is reachable from anything handed over: its score raises -> ERROR on every check it takes part in
     "FileReader": lambda lab, why: all(v in ("ERROR", "N/A") for v in lab.values())
     and "no file path reachable" in why,
-    # (b) reaches the labels through gc (in-process code can); target_dependence fails it
-    "GcWalker": lambda lab, why: lab["target_dependence"] == "FAIL",
+    # (b) walks gc and frames for the harness's labels: scored in its own process it finds none (ERROR); when
+    # estimators ran beside the judge it found them, and only target_dependence failed it
+    "GcWalker": lambda lab, why: set(lab.values()) <= {"ERROR", "N/A"} and "no harness object with labels" in why,
     # (c) the behavior identity hard-coded: blind to the target
     "HardCoded": lambda lab, why: lab["target_dependence"] == "FAIL",
     # (d) `labels` from outside the suite's own test-only controls: LabelsRefusedError
@@ -85,3 +88,25 @@ def test_redteam_estimator_fails_the_gate(cls, built, tmp_path):
     (g,) = doc["gates"]
     assert not g["ok"] and "GATE FAIL" in g["line"], g
     assert CASES[cls](lab, reasons(doc) + out), (lab, g["line"])
+
+
+# Attacks on the judge from the estimator's own process (tests/redteam/rt_sealed.py), each under --bt-paper-gate.
+# Beside the judge (isolation none) (i) turned all 11 cells PASS and (j) passed every oracle cell; sealed, they earn
+# nothing: (i) patches the judges of its own process only, (j) finds no frame, (k) is refused the cache.
+SEALED = {
+    "rt_sealed:JudgePatcher": lambda lab, why: "FAIL" in lab.values(),
+    "rt_sealed:FrameReader": lambda lab, why: set(lab.values()) <= {"ERROR", "N/A"}
+    and "no score_estimator frame" in why,
+    "rt_sealed:CacheReader": lambda lab, why: set(lab.values()) <= {"ERROR", "N/A"} and "PermissionError" in why,
+}
+
+
+@pytest.mark.parametrize("cls", list(SEALED))
+def test_attack_on_the_judge_fails_the_paper_gate(cls, built, tmp_path):
+    rc, out, doc = run_checks(cls, tmp_path, built, "--bt-paper-gate")
+    lab = labels(doc)
+    assert rc == 1, out[-3000:]
+    (g,) = doc["gates"]
+    assert not g["ok"] and "GATE FAIL" in g["line"], g
+    assert SEALED[cls](lab, reasons(doc) + out), (lab, g["line"])
+    assert doc["machine"]["scoring_sandbox"].startswith("Landlock ABI")

@@ -58,12 +58,14 @@ class Suite:
         view; draw candidates get an unfitted instance (their checkpoint is not among the fitted ones)."""
         key = (name, fit_seed)
         if key not in self._estimators:
-            from bt_bench.estimator import MissingInputError, fit_estimator
+            from bt_bench.estimator import MissingInputError, fit_estimator, sealed
             from bt_bench.estimator.errors import CallTimeoutError
-            from bt_bench.estimator.registry import get_estimator
+            from bt_bench.runs.store import cache_root
 
             self._raise_if_timed_out(name)
-            est = get_estimator(name)
+            # the scoring process must not be able to read any of these (bt_bench.estimator.sealed)
+            sealed.ISOLATION.excluded = (str(cache_root()), *(str(fx.run.path) for fx in self.fixtures))
+            est = sealed.load(name)
             if fit_seed is not None and getattr(est, "fit", None) is not None:
                 try:
                     fit_estimator(est, self._training_data(fit_seed))

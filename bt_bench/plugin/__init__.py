@@ -32,6 +32,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     s = resolve_settings(config)
     config.stash[settings_key] = s
+    from bt_bench.estimator import sealed  # numpy, no torch
+
+    sealed.ISOLATION.mode = s.isolation
     # replayed evidence is nobody's built-in on a profile's fixture: no declared outcome applies to it
     config.stash[GLUE_KEY] = {"profile": None if s.evidence else s.profile, "strict": s.strict}
     config.pluginmanager.register(BtSession(config, s), "bt_bench_session")

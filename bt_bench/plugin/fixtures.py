@@ -113,10 +113,10 @@ def replay_verdicts(s: Settings) -> list:
 
 def selected_estimators(s: Settings) -> list[str]:
     """``--bt-estimator`` names (validated: unknown -> "did you mean"), else every non-test-only estimator."""
-    from bt_bench.estimator import registry
+    from bt_bench.estimator import registry, sealed
 
     if not s.estimators:
-        return registry.default_estimators()
+        return sealed.default_estimators()  # listing imports every plug-in: in a scoring process
     for name in s.estimators:
         if ":" not in name and name not in registry.available_names():
             try:

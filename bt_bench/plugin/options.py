@@ -38,6 +38,8 @@ class Settings:
     causal_all_seeds: bool = _help("run the 'planted cause is causal' re-runs for every seed (default: the first)",
                                    False)
     timeout: float = _help("time limit in seconds of one estimator fit/score call (0: none)", 3600.0)
+    isolation: str = _help("where estimators are imported and run: 'sandbox' (a separate, Landlock-sandboxed "
+                           "process), 'process' (separate, not sandboxed), 'none' (in the judging process)", "sandbox")
     thresholds: dict = dataclasses.field(default_factory=dict, metadata={
         "help": "[tool.bt_bench.thresholds] overrides of bt_bench.checklist.verdicts.Thresholds"})
 
@@ -55,6 +57,9 @@ class Settings:
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout >= 0:
             raise ValueError(f"timeout: must be a number of seconds >= 0 (0: no limit), got {self.timeout!r} "
                              "(--bt-timeout)")
+        if self.isolation not in ("sandbox", "process", "none"):
+            raise ValueError(f"isolation: {self.isolation!r} is unknown; use 'sandbox', 'process' or 'none' "
+                             "(--bt-isolation)")
         if not isinstance(self.thresholds, dict):
             raise ValueError(f"thresholds: must be a table of name = value, got {self.thresholds!r} "
                              "([tool.bt_bench.thresholds])")
@@ -78,6 +83,9 @@ _OPTIONS = {  # name: (type, help)
                                "(default: the first seed only)"),
     "timeout": (float, "time limit in seconds of one call into an estimator (its fit or one score); a call that "
                        "runs longer is interrupted and the cell is an ERROR (default 3600; 0: no limit)"),
+    "isolation": (str, "where estimators are imported and run: sandbox (default: a separate scoring process that "
+                       "cannot read the run cache), process (separate, not sandboxed), none (in-process, to debug "
+                       "an estimator; refused by --bt-paper-gate)"),
     "paper-gate": (bool, "refuse to run with thresholds that differ from the checklist's defaults (and with a "
                          "profile that relaxes them, e.g. smoke): the setting to gate a paper on"),
 }
@@ -136,9 +144,24 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--bt-paper-gate refuses modified thresholds: " + ", ".join(
             f"{k}={v['value']!r} (default {v['default']!r})" for k, v in mod.items())
             + "; remove them from [tool.bt_bench.thresholds] (or do not use --bt-paper-gate)")
+    if s.paper_gate and s.evidence is None:
+        refuse_unsealed(s)
     if s.paper_gate and s.evidence is None and (s.seeds < 3 or s.draws < 3):
         raise pytest.UsageError(f"--bt-paper-gate needs >= 3 seeds and >= 3 draws (got {s.seeds}, {s.draws})")
     return s
+
+
+def refuse_unsealed(s: Settings) -> None:
+    """The paper gate judges only estimators scored in a sandboxed process (bt_bench.estimator.sealed)."""
+    if s.isolation != "sandbox":
+        raise pytest.UsageError(f"--bt-paper-gate refuses --bt-isolation {s.isolation}: an estimator imported or "
+                                "run beside the judge can patch it or read the labels; use the default (sandbox)")
+    from bt_bench.estimator.sandbox import available
+
+    ok, why = available()
+    if not ok:
+        raise pytest.UsageError(f"--bt-paper-gate needs the scoring sandbox, which is not available here: {why} "
+                                "(Linux >= 5.13 with Landlock enabled)")
 
 
 def effective_thresholds(s: Settings):

@@ -57,17 +57,21 @@ def versions() -> dict:
 
 
 def machine() -> dict:
-    return {"platform": platform.platform(), "python": sys.version.split()[0], "cpus": os.cpu_count()}
+    from bt_bench.estimator.sandbox import available
+
+    return {"platform": platform.platform(), "python": sys.version.split()[0], "cpus": os.cpu_count(),
+            "scoring_sandbox": available()[1]}
 
 
 def estimator_provenance(names) -> dict:
-    """Per estimator: distribution and version, declared capabilities and level, sha256 of its source."""
-    from bt_bench.estimator import registry
+    """Per estimator: distribution and version, declared capabilities and level, sha256 of its source. Each is
+    computed in a scoring process of its own (it imports the estimator: never in the judging process)."""
+    from bt_bench.estimator import sealed
 
     out = {}
     for n in names:
         try:
-            out[n] = registry.provenance(n)
+            out[n] = sealed.provenance(n)
         except Exception as e:  # noqa: BLE001  (an unloadable estimator still gets a row saying why)
             out[n] = {"name": n, "error": f"{type(e).__name__}: {e}"}
     return out

@@ -97,6 +97,23 @@ def _json_default(o):
     raise TypeError(f"not JSON serializable: {type(o)}")
 
 
+def load_checkpoint(model_dir: Path, weights: Path, device: str = "cpu"):
+    """A fresh model built from ``model_dir``'s config with the weights file ``weights`` (a run's checkpoint; the
+    scoring process's private copy of one): eval mode on ``device``, tied weights re-tied."""
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = AutoConfig.from_pretrained(str(model_dir))
+    model = AutoModelForCausalLM.from_config(cfg)
+    missing, unexpected = model.load_state_dict(load_file(str(weights)), strict=False)
+    tied = {k for k in missing if k.endswith("lm_head.weight")} if cfg.tie_word_embeddings else set()
+    if set(missing) - tied or unexpected:
+        raise IntegrityError(f"weights do not fit the model: missing {sorted(set(missing) - tied)}, "
+                             f"unexpected {unexpected}")
+    model.tie_weights()
+    return model.to(device).eval()
+
+
 @dataclass
 class Run:
     """A loaded, integrity-checked run. ``columns`` are read-only memory maps."""
@@ -129,19 +146,10 @@ class Run:
 
     def load_model(self, step: int, device: str = "cpu"):
         """A fresh model with the weights of checkpoint ``step`` (never the trainer's patched model)."""
-        from safetensors.torch import load_file
-        from transformers import AutoConfig, AutoModelForCausalLM
-
-        cfg = AutoConfig.from_pretrained(str(self.path / "model"))
-        model = AutoModelForCausalLM.from_config(cfg)
-        state = load_file(str(self.checkpoint_dir(step) / "model.safetensors"))
-        missing, unexpected = model.load_state_dict(state, strict=False)
-        tied = {k for k in missing if k.endswith("lm_head.weight")} if cfg.tie_word_embeddings else set()
-        if set(missing) - tied or unexpected:
-            raise IntegrityError(f"checkpoint {step} of run {self.key} does not fit its model: missing "
-                                 f"{sorted(set(missing) - tied)}, unexpected {unexpected}. {rebuild_hint(self.key)}")
-        model.tie_weights()
-        return model.to(device).eval()
+        try:
+            return load_checkpoint(self.path / "model", self.checkpoint_dir(step) / "model.safetensors", device)
+        except IntegrityError as e:
+            raise IntegrityError(f"checkpoint {step} of run {self.key}: {e}. {rebuild_hint(self.key)}") from None
 
     def tokenizer(self):
         from bt_bench.runs.runtime import load_tokenizer

@@ -1,0 +1,94 @@
+"""Estimators that attack the judge from inside their own process (issue "A gate that cannot be bypassed", item 2).
+tests/test_redteam.py runs each through `pytest checks --bt-paper-gate` on the tiny fixture as a user would.
+
+(i) JudgePatcher   on import, replaces every judge and the gate's aggregation with "pass"
+(j) FrameReader    reads `data` and `placebo` from score_estimator's frame: the labels under a real target, permuted
+                   labels under a placebo (what passed every oracle cell when estimators ran beside the judge)
+(k) CacheReader    opens the run cache at scoring time and looks the candidates' labels up by uid and tokens
+
+Scored in a sandboxed process of its own, (i) patches a copy of the judges nobody uses, (j) finds no such frame, and
+(k) is refused by the kernel: none of them gets a verdict it did not earn.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+
+import numpy as np
+
+
+def _patch_judges() -> int:
+    """Every public function of bt_bench.checklist.judges returns a passing verdict; the gate passes everything."""
+    import dataclasses
+
+    from bt_bench.checklist import gate, judges
+
+    patched = 0
+    for name, fn in list(vars(judges).items()):
+        if callable(fn) and not name.startswith("_") and getattr(fn, "__module__", "") == judges.__name__:
+            def passing(*a, _fn=fn, **k):
+                v = _fn(*a, **k)
+                return dataclasses.replace(v, outcome="pass") if dataclasses.is_dataclass(v) else v
+            setattr(judges, name, passing)
+            patched += 1
+    gate.aggregate = lambda labels: "PASS"
+    return patched
+
+
+PATCHED = _patch_judges()  # at import, wherever this module is imported
+
+
+class JudgePatcher:
+    """(i) random scores; the patch at import does the 'work'."""
+
+    name = "rt_judge_patcher"
+    level = "rollout"
+    capabilities = frozenset()
+
+    def score(self, candidates, target):
+        return np.random.default_rng(0).random(len(candidates.uid))
+
+
+class FrameReader:
+    """(j) labels from the caller's frame, permuted under a placebo target."""
+
+    name = "rt_frame_reader"
+    level = "rollout"
+    capabilities = frozenset()
+
+    def score(self, candidates, target):
+        for f in inspect.stack():
+            loc = f.frame.f_locals
+            if f.function == "score_estimator" and "data" in loc:
+                lab = loc["data"].labels
+                key = "is_gt" if "is_gt" in lab else "has_behavior"
+                y = np.asarray(lab[key], float)
+                if loc.get("placebo"):
+                    y = y[np.random.default_rng(1).permutation(len(y))]
+                return y + 1e-6 * np.arange(len(y)) / len(y)
+        raise LookupError("no score_estimator frame with the labels")
+
+
+class CacheReader:
+    """(k) the labels from the run cache, matched by the candidates' uids and completion tokens."""
+
+    name = "rt_cache_reader"
+    level = "rollout"
+    capabilities = frozenset()
+
+    def score(self, candidates, target):
+        root = Path(os.environ.get("BT_BENCH_CACHE") or Path.home() / ".cache" / "bt-bench")
+        uid, ids = np.asarray(candidates.uid), np.asarray(candidates.completion_ids)
+        os.listdir(root)  # rglob would skip an unreadable folder silently: say so (PermissionError) instead
+        for col in ("is_gt", "has_behavior"):
+            for f in sorted(root.rglob(f"{col}.npy")):
+                u, c = f.parent / "uid.npy", f.parent / "completion_ids.npy"
+                if u.exists() and c.exists():
+                    uu, cc = np.load(u, mmap_mode="r"), np.load(c, mmap_mode="r")
+                    if len(uu) == len(uid) and np.array_equal(uu, uid) and cc.shape == ids.shape \
+                            and np.array_equal(cc, ids):
+                        y = np.load(f).astype(float)
+                        return y + 1e-6 * np.arange(len(y)) / len(y)
+        raise LookupError(f"no cached run matched under {root}")
