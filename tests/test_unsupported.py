@@ -141,6 +141,7 @@ def _v(outcome: str) -> V.Verdict:
     (["fail"] * 5 + ["unsupported"] * 4, "error"),       # ... for everyone, whatever the supported units show
     (["pass"] * 7 + ["fail", "unsupported"], "fail"),
     (["unsupported"], "error"),
+    (["skip", "skip", "unsupported"], "error"),           # skipped units aside, as the gate leaves N/A aside
 ])
 def test_combine_leaves_unsupported_units_out_up_to_a_third(outcomes, expected):
     v = V.combine([_v(o) for o in outcomes])

@@ -217,8 +217,8 @@ def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None,
     """One verdict over seeds/draws: the check passes only if it passes on every one (spec "The checks":
     "a check passes only if it passes on every seed and draw").
 
-    More than a third of the verdicts "unsupported" (no ranking can pass them) -> error: the fixture cannot
-    support the check. Otherwise the unsupported ones are left out and the rest decide: any fail -> fail (a fail
+    More than a third of the verdicts (skipped ones aside) "unsupported" (no ranking can pass them) -> error: the
+    fixture cannot support the check. Otherwise the unsupported ones are left out and the rest decide: any fail -> fail (a fail
     anywhere is decisive); else any error -> error; all skip -> skip; a mix of pass and skip -> error (not judged
     on every seed); pass only when every remaining verdict passes.  Metrics are
     prefixed with each label (labels default to the units, e.g. 'seed2/draw1', else '#i').  With `units`
@@ -244,7 +244,8 @@ def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None,
     outcomes = [v.outcome for v in verdicts]
     n_unsupported = outcomes.count("unsupported")
     rest = [o for o in outcomes if o != "unsupported"]
-    if too_many_unsupported(n_unsupported, len(outcomes)):
+    too_many = too_many_unsupported(n_unsupported, sum(o != "skip" for o in outcomes))  # as the gate: N/A aside
+    if too_many:
         outcome = "error"
     elif "fail" in rest:
         outcome = "fail"
@@ -259,7 +260,7 @@ def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None,
     metrics = {f"{lab}/{k}": m for lab, v in zip(labels, verdicts) for k, m in v.metrics.items()}
     head = {"pass": "passes on every one of", "fail": "fails on at least one of",
             "error": "cannot be judged on every one of", "skip": "is skipped on all"}[outcome]
-    if too_many_unsupported(n_unsupported, len(outcomes)):
+    if too_many:
         head = (f"is an error of the fixture, which cannot support this check ({n_unsupported} units cannot "
                 "support a verdict, no ranking can pass them: more than a third, a fixture defect), on")
     elif n_unsupported:
