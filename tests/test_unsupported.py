@@ -201,3 +201,11 @@ def test_key_figure_of_an_unsupported_unit_names_the_perfect_ranking():
     d = fluency(c, "random").to_dict()
     fig = key_figure(d)
     assert fig.startswith("unsupported: perfect auc_minus_fluency lo +0.000; AUC ")
+
+
+def test_report_page_shows_unsupported_units(tmp_path):
+    from bt_bench.report import render_html
+
+    doc = {"schema": "bt-bench-report/1", "settings": {"profile": "tiny"}, "results": _nine(1), "gates": []}
+    html = render_html(doc, tmp_path / "r.html").read_text()
+    assert "PASS 8/9, 1 unsupported" in html and "— UNSUPPORTED" in html

@@ -71,7 +71,9 @@ def _reasons_html(results: list[dict]) -> str:
         text = (m.get("verdict") or {}).get("reason") or r.get("reason") or ""
         if r["outcome"] == "passed" or not (text or why):
             continue
-        items.append(f"<li><b>{_esc(c)} / {_esc(e)}</b> — {_esc(LABELS.get(r['outcome'], r['outcome']))}"
+        shown = "UNSUPPORTED" if (m.get("verdict") or {}).get("outcome") == "unsupported" else \
+            LABELS.get(r["outcome"], r["outcome"])  # a unit no ranking can pass: not a plain skip
+        items.append(f"<li><b>{_esc(c)} / {_esc(e)}</b> — {_esc(shown)}"
                      + (f" <i>(paper: {_esc(why)})</i>" if why else "") + f"<br><small>{_esc(text)}</small></li>")
     return f"<details><summary>Reasons of every non-passing cell ({len(items)})</summary><ul>{''.join(items)}</ul>" \
            "</details>" if items else ""
