@@ -218,9 +218,9 @@ def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None,
     "a check passes only if it passes on every seed and draw").
 
     More than a third of the verdicts (skipped ones aside) "unsupported" (no ranking can pass them) -> error: the
-    fixture cannot support the check. Otherwise the unsupported ones are left out and the rest decide: any fail -> fail (a fail
-    anywhere is decisive); else any error -> error; all skip -> skip; a mix of pass and skip -> error (not judged
-    on every seed); pass only when every remaining verdict passes.  Metrics are
+    fixture cannot support the check. Otherwise the unsupported ones are left out and the rest decide: any fail ->
+    fail (a fail anywhere is decisive); else any error -> error; all skip -> skip; a mix of pass and skip -> error
+    (not judged on every seed); pass only when every remaining verdict passes.  Metrics are
     prefixed with each label (labels default to the units, e.g. 'seed2/draw1', else '#i').  With `units`
     (one mapping per verdict, e.g. ``{"seed": 2, "draw": 1}``) the result's ``units`` holds, per verdict,
     ``{**unit, "outcome", "reason", "metrics": {name: Metric.to_dict()}}``.
