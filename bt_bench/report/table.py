@@ -17,7 +17,8 @@ LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP
           "xfail": "FAIL (expected)", "xpass": "PASS (xfail)"}  # pytest outcomes (fixture self-checks, counts)
 # Which outcome names a cell that aggregates several tests (e.g. one per seed/draw): the most serious one.
 SEVERITY = ("failed", "error", "xpass", "xfail", "passed", "skipped")
-VERDICT_OUTCOME = {"pass": "passed", "fail": "failed", "error": "error", "skip": "skipped", "unsupported": "skipped"}
+VERDICT_OUTCOME = {"pass": "passed", "fail": "failed", "error": "error", "skip": "skipped",
+                   "unsupported": "skipped"}  # a unit no ranking can pass: pytest skips it, the gate counts it
 CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance",
           "trigger_token_alignment", "advantage_baseline", "target_dependence")  # spec "The checks" order
 FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "integrity")  # the fixture self-checks, in table order
