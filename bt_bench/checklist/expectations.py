@@ -62,7 +62,8 @@ _ORACLE = {c: (_P, "the oracle reads the labels of the target's behavior: it mus
 # that changed say "Llama toy" and carry the new figures; the others kept their label (figures from the Qwen2 toy).
 # Since units no ranking can pass are left out (issue 19 item 6), fluency_confound's seed 2 draw 1 on tiny is
 # unsupported for every estimator (fluency's AUC 0.9918, CI up to 1.0000): the draw counts in the fluency reasons
-# below were measured over all 9 draws before that; every built-in failed that draw, and no label moved.
+# below were measured over all 9 draws before that; every built-in failed that draw, and no label moved (re-measured
+# with `pytest checks -n 2`: every built-in AS EXPECTED, fluency cells FAIL 8/9 or 7/9, 1 unsupported).
 EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
     "random": {c: (_F, _RANDOM) for c in CHECKS} | {"trigger_token_alignment": (NA, _NO_TOKEN)},
     "norm_only": {
