@@ -154,6 +154,24 @@ def test_one_failing_seed_fails_the_check(pytester):
     assert res.ret == 1 and "FAIL 1/3" in out and "GATE FAIL" in out and "headroom FAIL 1/3" in out
 
 
+def test_unsupported_units_are_left_out_counted_and_error_above_a_third(pytester, tmp_path):
+    """A unit no ranking can pass is skipped (neither PASS nor FAIL), counted in the cell, and more than a third of
+    them is an ERROR of the fixture (docs/checklist.md, "The gate")."""
+    est = "estimators.controls:RandomEstimator"
+    _cells(pytester, {est: {"headroom": ["pass", "unsupported", "pass"], "trigger_token_alignment": "pass"}})
+    res = pytester.runpytest_subprocess("--bt-estimator", est, "--bt-report", str(tmp_path / "r.json"))
+    out = res.stdout.str()
+    assert res.ret == 0 and "PASS 2/3, 1 unsupported" in out and "GATE PASS" in out, out
+    assert "units that cannot support a verdict" in out and "headroom" in out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert sorted(gate.unit_label(r) for r in doc["results"] if r["metrics"]["check"] == "headroom") == [
+        gate.PASS, gate.PASS, gate.UNSUPPORTED]
+    _cells(pytester, {est: {"headroom": ["pass", "unsupported", "unsupported"], "trigger_token_alignment": "pass"}})
+    res = pytester.runpytest_subprocess("--bt-estimator", est)
+    out = res.stdout.str()
+    assert res.ret == 1 and "headroom ERROR 2/3 unsupported (fixture)" in out and "GATE FAIL" in out, out
+
+
 SNAPSHOT = '''
 import bt_bench.checklist.expectations as X
 X.EXPECTED["tiny"] = {{"random": {{"headroom": ("{h}", "test"), "trigger_token_alignment": ("{t}", "test")}}}}

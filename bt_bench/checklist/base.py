@@ -4,8 +4,12 @@
 
 Outcomes: "pass"/"fail" are verdicts on the estimator; "error" means the fixture cannot support a verdict
 (too little headroom, too few within-group pairs, too few seeds or draws), never a pass; "skip" means the
-estimator cannot take part (no token-level scores, a step-level estimator in advantage_baseline).
-A check passes only if it passes on every seed and draw: :func:`combine`.
+estimator cannot take part (no token-level scores, a step-level estimator in advantage_baseline);
+"unsupported" means no ranking at all can pass this one unit (the comparison's ceiling is reached: a perfect
+ranking, the labels themselves, fails it on the same paired bootstrap), so the unit supports no verdict, for any
+estimator: it is neither a pass nor a fail (:func:`_out_of_reach`, docs/checklist.md "The gate").
+A check passes only if it passes on every seed and draw it can be judged on: :func:`combine`; more than a third
+of its units unsupported is an error of the fixture (:func:`bt_bench.checklist.gate.too_many_unsupported`).
 
 Every verdict carries its *units* as data (``Verdict.units``): one entry per seed (or seed and draw) it judges,
 ``{"seed", "draw", ..., "outcome", "reason", "metrics"}``; :func:`with_unit` attaches the one unit of a
@@ -24,8 +28,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 import numpy as np
 
 from bt_bench.checklist import stats
+from bt_bench.checklist.gate import too_many_unsupported
 
-OUTCOMES = ("pass", "fail", "error", "skip")
+OUTCOMES = ("pass", "fail", "error", "skip", "unsupported")
 UNDEFINED_NOTE_SHARE = 0.01  # a CI with more undefined resamples than this share is flagged
 
 
@@ -212,8 +217,10 @@ def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None,
     """One verdict over seeds/draws: the check passes only if it passes on every one (spec "The checks":
     "a check passes only if it passes on every seed and draw").
 
-    Any fail -> fail (a fail anywhere is decisive); else any error -> error; all skip -> skip; a mix of
-    pass and skip -> error (not judged on every seed); pass only when every verdict passes.  Metrics are
+    More than a third of the verdicts (skipped ones aside) "unsupported" (no ranking can pass them) -> error: the
+    fixture cannot support the check. Otherwise the unsupported ones are left out and the rest decide: any fail ->
+    fail (a fail anywhere is decisive); else any error -> error; all skip -> skip; a mix of pass and skip -> error
+    (not judged on every seed); pass only when every remaining verdict passes.  Metrics are
     prefixed with each label (labels default to the units, e.g. 'seed2/draw1', else '#i').  With `units`
     (one mapping per verdict, e.g. ``{"seed": 2, "draw": 1}``) the result's ``units`` holds, per verdict,
     ``{**unit, "outcome", "reason", "metrics": {name: Metric.to_dict()}}``.
@@ -235,19 +242,29 @@ def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None,
     if len({v.check for v in verdicts}) != 1 or len({v.estimator for v in verdicts}) != 1:
         raise ValueError("verdicts: mix different checks or estimators")
     outcomes = [v.outcome for v in verdicts]
-    if "fail" in outcomes:
-        outcome = "fail"
-    elif "error" in outcomes:
+    n_unsupported = outcomes.count("unsupported")
+    rest = [o for o in outcomes if o != "unsupported"]
+    too_many = too_many_unsupported(n_unsupported, sum(o != "skip" for o in outcomes))  # as the gate: N/A aside
+    if too_many:
         outcome = "error"
-    elif all(o == "skip" for o in outcomes):
+    elif "fail" in rest:
+        outcome = "fail"
+    elif "error" in rest:
+        outcome = "error"
+    elif all(o == "skip" for o in rest):
         outcome = "skip"
-    elif all(o == "pass" for o in outcomes):
+    elif all(o == "pass" for o in rest):
         outcome = "pass"
     else:  # pass and skip mixed: not judged on every seed/draw
         outcome = "error"
     metrics = {f"{lab}/{k}": m for lab, v in zip(labels, verdicts) for k, m in v.metrics.items()}
     head = {"pass": "passes on every one of", "fail": "fails on at least one of",
             "error": "cannot be judged on every one of", "skip": "is skipped on all"}[outcome]
+    if too_many:
+        head = (f"is an error of the fixture, which cannot support this check ({n_unsupported} units cannot "
+                "support a verdict, no ranking can pass them: more than a third, a fixture defect), on")
+    elif n_unsupported:
+        head = head.replace(" one of", f" one ({n_unsupported} unsupported, left out) of")
     reason = f"{head} {len(verdicts)} seed/draw(s): " + "; ".join(
         f"{lab}: {v.outcome}: {v.reason}" for lab, v in zip(labels, verdicts))
     per_unit = () if units is None else tuple(_unit_entry(u, v) for u, v in zip(units, verdicts))
@@ -279,6 +296,29 @@ def with_unit(verdict: Verdict, unit: Mapping) -> Verdict:
 # ------------------------------------------------------------------------------------------------ helpers
 def _outcome(ok: bool) -> str:
     return "pass" if ok else "fail"
+
+
+def _out_of_reach(perfect: Mapping[str, tuple[stats.BootstrapResult, float]]) -> dict[str, tuple[Metric, float]]:
+    """The conditions of a unit that even a perfect ranking cannot meet: ``perfect`` maps a metric name to (the
+    perfect ranking's bootstrap of it, the bar its CI lower bound must exceed); returns {name: (Metric, bar)} of
+    those whose CI low does not exceed the bar (a NaN bound, every resample undefined, is out of reach too).
+
+    Used only for conditions where the labels are the best ranking in *every* resample (an AUC of 1, a
+    precision@|GT| of 1, against a reference that does not depend on the estimator): a percentile bound is
+    monotone in the resample values, so if the labels' CI low misses the bar, every ranking's does."""
+    return {k: (Metric.of(r), bar) for k, (r, bar) in perfect.items() if not r.ci_low > bar}
+
+
+def _supported_or(check: str, out_of_reach: Mapping[str, tuple[Metric, float]], outcome: str,
+                  metrics: dict[str, Metric], reason: str) -> Verdict:
+    """The unit's verdict: ``outcome`` when every condition is within reach of some ranking; else "unsupported",
+    with the perfect ranking's figures added (``perfect_<name>``) and the estimator's own figures kept."""
+    if not out_of_reach:
+        return _verdict(check, outcome, metrics, reason)
+    why = "; ".join(f"{k} {m} (CI low > {bar}: NOT met)" for k, (m, bar) in out_of_reach.items())
+    ms = {**metrics, **{f"perfect_{k}": m for k, (m, _) in out_of_reach.items()}}
+    return _verdict(check, "unsupported", ms, f"cannot support a verdict: no ranking can pass this unit, a perfect "
+                    f"ranking (the labels) gets {why}; the estimator's own figures, not judged: {reason}")
 
 
 def _mark(ok: bool) -> str:

@@ -51,10 +51,19 @@ _ADV = ("ours: inside the window a positive advantage nearly implies the planted
 _ALIGN = "paper: the trigger-token gradient aligns with the in_context target (+0.23/+0.11/+0.30)"
 
 _F, _P = FAIL, PASS
+# test-only positive control (never in the default set): it passes every check it takes part in, on every unit that
+# can support a verdict (a unit no ranking can pass is unsupported for everyone: docs/checklist.md, "The gate")
+_ORACLE = {c: (_P, "the oracle reads the labels of the target's behavior: it must pass every check it takes part "
+                   "in (target_dependence too: under a placebo target its labels are permuted), units no ranking can "
+                   "pass left out") for c in CHECKS} | {"trigger_token_alignment": (NA, _NO_TOKEN)}
 # {profile: {estimator: {check: (label, reason)}}}, measured on the tiny default (seeds 0, 1, 2 x 3 draws) with the
 # commit that introduced this table; the figure after each reason is the measured one. Re-measured when the toy
 # model became a Llama config (issue "Real-LM fixtures": AutoTokenizer must load a run's tokenizer): the labels
 # that changed say "Llama toy" and carry the new figures; the others kept their label (figures from the Qwen2 toy).
+# Since units no ranking can pass are left out (issue 19 item 6), fluency_confound's seed 2 draw 1 on tiny is
+# unsupported for every estimator (fluency's AUC 0.9918, CI up to 1.0000): the draw counts in the fluency reasons
+# below were measured over all 9 draws before that; every built-in failed that draw, and no label moved (re-measured
+# with `pytest checks -n 2`: every built-in AS EXPECTED, fluency cells FAIL 8/9 or 7/9, 1 unsupported).
 EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
     "random": {c: (_F, _RANDOM) for c in CHECKS} | {"trigger_token_alignment": (NA, _NO_TOKEN)},
     "norm_only": {
@@ -156,14 +165,14 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "target_dependence": (_P, "precision real minus placebo +0.14/+0.19/+0.18 (CI low >= 0.08), AUC +0.77 to "
                                   "+0.88")},
     # test-only positive control (never in the default set): tests/test_controls.py runs it on every check
-    "oracle": {c: (_P, "the oracle reads the labels of the target's behavior: it must pass every check it takes "
-                       "part in (target_dependence too: under a placebo target its labels are permuted)")
-               for c in CHECKS} | {"trigger_token_alignment": (NA, _NO_TOKEN)},
+    "oracle": _ORACLE | {"fluency_confound": (_P, _ORACLE["fluency_confound"][1] + "; tiny: PASS 8/9, 1 "
+                                              "unsupported (seed 2 draw 1: fluency's AUC 0.9918, CI up to 1.0000, so "
+                                              "even the labels' paired difference has CI low 0.0000)")},
 }}
 
 
 # bpe (issue "Real-LM fixtures"): measured on bpe seeds 0, 1, 2 x 3 draws; the oracle keeps its rule
-EXPECTED["bpe"] = {**_BPE, "oracle": EXPECTED["tiny"]["oracle"]}
+EXPECTED["bpe"] = {**_BPE, "oracle": _ORACLE}
 
 
 def expected_for(profile: str, estimator: str) -> dict[str, tuple[str, str]] | None:

@@ -47,7 +47,7 @@ def units_of_verdict(verdict: dict) -> list[dict]:
     out = []
     for (s, d), ms in found.items():
         lab = f"seed{s}" + ("" if d is None else f"/draw{d}")
-        hit = re.search(rf"(?:^|; |: ){re.escape(lab)}: (pass|fail|error|skip): ", reason)
+        hit = re.search(rf"(?:^|; |: ){re.escape(lab)}: (pass|fail|error|skip|unsupported): ", reason)
         out.append({"seed": s, "draw": d, "outcome": hit[1] if hit else None, "metrics": ms})
     if plain:  # an uncombined verdict (one unit) or figures over all units (seed_draw_variance)
         out.append({"seed": None, "draw": None, "outcome": verdict.get("outcome"), "metrics": plain})
@@ -94,7 +94,7 @@ def _lifts(us: list[dict]) -> tuple[list[float], list[float], list[float]]:
 def short_reason(reason: str, n: int = 44) -> str:
     """The innermost reason of a (possibly combined) verdict, shortened for a table cell."""
     r = re.sub(r"^.*?seed/draw\(s\): ", "", str(reason))
-    r = re.sub(r"^[\w/]+: (pass|fail|error|skip): ", "", r)
+    r = re.sub(r"^[\w/]+: (pass|fail|error|skip|unsupported): ", "", r)
     r = re.sub(r"^Skipped: ", "", r.strip().strip("()").split("', ")[-1].strip("'\""))
     return textwrap.shorten(r, n, placeholder=" …")
 
@@ -154,6 +154,10 @@ def figure(parts: Callable[[list[dict]], list[str | None]]) -> Callable[[dict], 
         text = ", ".join(p for p in parts(units_of_verdict(verdict)) if p)
         if not text and verdict.get("outcome") in ("skip", "error"):
             text = short_reason(verdict.get("reason", ""))
+        if verdict.get("outcome") == "unsupported":  # what even a perfect ranking gets, then the estimator's
+            perfect = [f"{k[len('perfect_'):]} lo {m['ci_low']:+.3f}" for k, m in (verdict.get("metrics") or {}).items()
+                       if k.startswith("perfect_") and m.get("ci_low") is not None]
+            text = "unsupported: perfect " + (", ".join(perfect) or "ranking fails") + (f"; {text}" if text else "")
         return text
 
     key.__name__ = key.__qualname__ = parts.__name__.lstrip("_") + "_figure"

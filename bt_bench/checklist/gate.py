@@ -11,6 +11,11 @@ by the every-seed rule into exactly one label:
 - ``N/A``: the check cannot take part by what the estimator *declared* (its capabilities or level), with the
   reason; it neither passes nor fails the gate.
 
+A unit that no ranking can pass (the comparison's ceiling is reached: even the labels fail it) is ``UNSUPPORTED``:
+a unit label only, never a check's. It is left out of the every-seed rule and counted in the cell (``PASS 8/9,
+1 unsupported``); more than a third of a check's units unsupported makes the check an ERROR of the fixture, for
+every estimator (:func:`too_many_unsupported`).
+
 An estimator's gate passes only if none of its checks is FAIL, ERROR or NOT JUDGED and at least one is PASS.
 Built-ins and controls instead carry a declared expected label per (fixture, estimator, check)
 (``bt_bench.checklist.expectations``), enforced strictly both ways; a user's estimator has none: its gate is its cells.
@@ -25,6 +30,13 @@ PASS, FAIL, ERROR, NOT_JUDGED, NA = "PASS", "FAIL", "ERROR", "NOT JUDGED", "N/A"
 LABELS = (PASS, FAIL, ERROR, NOT_JUDGED, NA)
 FAILING = (FAIL, ERROR, NOT_JUDGED)
 FIXTURE = "(fixture)"  # fixture self-checks are not per estimator
+UNSUPPORTED = "UNSUPPORTED"  # a unit no ranking can pass: a unit label, never a check's (see aggregate)
+
+
+def too_many_unsupported(n_unsupported: int, n_units: int) -> bool:
+    """More than a third of a check's units cannot support a verdict: the check is an ERROR of the fixture for every
+    estimator (a fixture defect to fix, not a verdict). Exact integer arithmetic."""
+    return 3 * n_unsupported > n_units
 
 
 def unit_label(result: Mapping) -> str:
@@ -39,6 +51,8 @@ def unit_label(result: Mapping) -> str:
         return FAIL
     if o == "error":
         return ERROR
+    if o == "unsupported":
+        return UNSUPPORTED
     if o == "skip":
         return NA if v.get("na") else NOT_JUDGED
     # no verdict recorded: a crash in setup/call before the cell recorded anything
@@ -46,11 +60,14 @@ def unit_label(result: Mapping) -> str:
 
 
 def aggregate(labels: Iterable[str]) -> str:
-    """Every-seed rule: FAIL anywhere -> FAIL; else ERROR; else NOT JUDGED; else PASS if any unit passed
+    """Every-seed rule: more than a third of the units (N/A ones aside) UNSUPPORTED -> ERROR (the fixture); else,
+    UNSUPPORTED units left out, FAIL anywhere -> FAIL; else ERROR; else NOT JUDGED; else PASS if any unit passed
     (N/A units of a judged check carry no weight); else N/A."""
     ls = list(labels)
     if not ls:
         raise ValueError("labels: empty; a check needs at least one unit")
+    if too_many_unsupported(ls.count(UNSUPPORTED), sum(lab != NA for lab in ls)):
+        return ERROR
     for lab in (FAIL, ERROR, NOT_JUDGED, PASS):
         if lab in ls:
             return lab
@@ -69,16 +86,35 @@ class CheckResult:
 
     @property
     def count(self) -> str:
-        """e.g. '1/3': units carrying the deciding label, over all units."""
-        return f"{sum(u == self.label for u in self.units)}/{len(self.units)}"
+        """e.g. '1/3': units carrying the deciding label, over all units (see :func:`count_text`)."""
+        return count_text(self.label, self.units)
 
     @property
     def reason(self) -> str:
+        want = UNSUPPORTED if unsupported_error(self.label, self.units) else self.label
         for r in self.results:
-            if unit_label(r) == self.label:
+            if unit_label(r) == want:
                 v = (r.get("metrics") or {}).get("verdict") or {}
-                return v.get("reason") or r.get("reason") or ""
+                why = v.get("reason") or r.get("reason") or ""
+                return (f"the fixture cannot support this check: {self.count}, more than a third; first: {why}"
+                        if want == UNSUPPORTED else why)
         return ""
+
+
+def unsupported_error(label: str, units: Iterable[str]) -> bool:
+    """The check is an ERROR because too many of its units are UNSUPPORTED (not because a unit errored)."""
+    us = list(units)
+    return label == ERROR and ERROR not in us and UNSUPPORTED in us
+
+
+def count_text(label: str, units: Iterable[str]) -> str:
+    """The count a cell shows after its label: '1/3' (units carrying the label / all units), then ', 1 unsupported'
+    when units were left out as UNSUPPORTED; a check that is an ERROR because of them: '4/9 unsupported (fixture)'."""
+    us = list(units)
+    n = us.count(UNSUPPORTED)
+    if unsupported_error(label, us):
+        return f"{n}/{len(us)} unsupported (fixture)"
+    return f"{us.count(label)}/{len(us)}" + (f", {n} unsupported" if n else "")
 
 
 def check_of(result: Mapping) -> tuple[str, str]:

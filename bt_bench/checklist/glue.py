@@ -45,6 +45,8 @@ def run_cell(request, check: str, estimator: str, verdict, *, na: bool = False, 
            expected_failure=exp["reason"] if exp and exp["label"] != "PASS" else None, **extra)
     if verdict.outcome == "skip":
         pytest.skip(verdict.reason)
+    if verdict.outcome == "unsupported":  # no ranking can pass this unit: neither a pass nor a fail; the gate
+        pytest.skip(f"UNSUPPORTED: {verdict.reason}")  # counts it (bt_bench.checklist.gate.UNSUPPORTED)
     if verdict.outcome == "error":
         from bt_bench.checklist.suite import FixtureUnsupported
 

@@ -5,6 +5,17 @@ Each function maps plain arrays (scores, labels, steps, groups, ...) and :class:
 The cells of ``bt_bench.checklist.cells`` (the pytest checks in ``checks/``) and evidence replay
 (``bt_bench.checklist.replay``) call the same functions, so a published table and a fixture run are judged by one
 piece of code (spec: architecture.md). Outcomes and the every-seed rule: :mod:`bt_bench.checklist.base`.
+
+Whether a unit can support a verdict at all (docs/checklist.md, "The gate"): every condition that compares the
+estimator with a reference that does not depend on it (a control's scores: norm_only, fluency, advantage_only; or a
+fixed bar: chance, 0.5, a margin) is also computed for a perfect ranking, the labels themselves (GT for training
+rollouts, the behavior label for candidates), on the same paired bootstrap. There the labels are the best ranking in
+every resample (precision@|GT| 1, within-group AUC 1), so if their CI lower bound misses the bar no ranking can
+pass the unit: it is "unsupported" (neither pass nor fail, for every estimator), with the perfect ranking's figure.
+Not such conditions: the residualized AUC (a ranking other than the labels can score higher; the labels are no
+bound there) and the comparisons with the estimator's own scores under a placebo target (trigger_token_alignment,
+target_dependence: the reference is the estimator's, and against an uninformative placebo a perfect ranking always
+has room, AUC difference 0.5 and precision difference 1 - chance, once min_pairs holds).
 """
 
 from __future__ import annotations
@@ -19,8 +30,10 @@ from bt_bench.checklist.base import (
     _auc_support,
     _error,
     _mark,
+    _out_of_reach,
     _outcome,
     _run_arrays,
+    _supported_or,
     _verdict,
     _window_support,
 )
@@ -55,7 +68,12 @@ def gradient_norm_baseline(scores, is_gt, step, *, W: int, nonzero, norm_scores,
     reason = (f"precision@|GT| {Metric.of(overall)} vs declared {norm_name} {Metric.of(norm)}: difference "
               f"{Metric.of(diff)} (CI low > {th.norm_margin}: {_mark(ok_diff)}); window precision "
               f"{Metric.of(win)} vs window chance {win_chance:.4f} (CI low > chance: {_mark(ok_win)})")
-    return _verdict(check, _outcome(ok_diff and ok_win), metrics, reason)
+    perfect = g.astype(float)
+    reach = _out_of_reach({
+        "precision_minus_norm": (stats.precision_difference_bootstrap(perfect, ns, g, st, **th.bootstrap),
+                                 th.norm_margin),
+        "window_precision": (stats.precision_bootstrap(perfect[m], g[m], st[m], **th.bootstrap), win_chance)})
+    return _supported_or(check, reach, _outcome(ok_diff and ok_win), metrics, reason)
 
 
 def fluency_confound(scores, has_behavior, group, fluency, *, thresholds: Thresholds = Thresholds()
@@ -78,7 +96,10 @@ def fluency_confound(scores, has_behavior, group, fluency, *, thresholds: Thresh
     reason = (f"within-group AUC {Metric.of(raw)} vs fluency's {Metric.of(flu)}: paired difference "
               f"{Metric.of(diff)} (CI low > {th.fluency_margin}: {_mark(ok_raw)}); residualized AUC "
               f"{Metric.of(res)} (CI low > {th.residual_auc_bar}: {_mark(ok_res)}); {raw.n} pairs")
-    return _verdict(check, _outcome(ok_raw and ok_res), metrics, reason)
+    y = stats.as_vector("has_behavior", has_behavior, kind="bool")
+    reach = _out_of_reach({"auc_minus_fluency": (stats.paired_auc_difference_bootstrap(
+        y.astype(float), fluency, y, group, **th.bootstrap), th.fluency_margin)})
+    return _supported_or(check, reach, _outcome(ok_raw and ok_res), metrics, reason)
 
 
 def headroom(scores, is_gt, step, *, W: int, nonzero, unsat_scores=None, unsat_has_behavior=None,
@@ -102,13 +123,15 @@ def headroom(scores, is_gt, step, *, W: int, nonzero, unsat_scores=None, unsat_h
         return _error(check, f"the fixture cannot support this check: window headroom {wm.headroom:.4f} "
                       f"(ceiling {wm.ceiling:.4f} - chance {wm.chance:.4f}) < min_headroom={th.min_headroom}",
                       metrics)
+    perfect_gain = (stats.normalized_gain_bootstrap(g[m].astype(float), g[m], st[m], **th.bootstrap),
+                    th.gain_margin)
     if not unsat_applicable:
         gain = stats.normalized_gain_bootstrap(s[m], g[m], st[m], **th.bootstrap)
         ok_gain = gain.ci_low > th.gain_margin
         metrics |= {"window_normalized_gain": Metric.of(gain)}
-        return _verdict(check, _outcome(ok_gain), metrics, f"window headroom {wm.headroom:.4f}; window normalized "
-                        f"gain {Metric.of(gain)} (CI low > {th.gain_margin}: {_mark(ok_gain)}); unsaturated AUC "
-                        "N/A (step-level)")
+        return _supported_or(check, _out_of_reach({"window_normalized_gain": perfect_gain}), _outcome(ok_gain),
+                             metrics, f"window headroom {wm.headroom:.4f}; window normalized gain {Metric.of(gain)} "
+                             f"(CI low > {th.gain_margin}: {_mark(ok_gain)}); unsaturated AUC N/A (step-level)")
     if unsat_scores is None or unsat_has_behavior is None or unsat_group is None:
         return _error(check, "the fixture cannot support this check: no unsaturated checkpoint qualified",
                       metrics)
@@ -122,7 +145,10 @@ def headroom(scores, is_gt, step, *, W: int, nonzero, unsat_scores=None, unsat_h
     reason = (f"window headroom {wm.headroom:.4f}; window normalized gain {Metric.of(gain)} (CI low > "
               f"{th.gain_margin}: {_mark(ok_gain)}); unsaturated within-group AUC {Metric.of(auc)} (CI low > "
               f"{th.auc_bar}: {_mark(ok_auc)})")
-    return _verdict(check, _outcome(ok_gain and ok_auc), metrics, reason)
+    uy = stats.as_vector("unsat_has_behavior", unsat_has_behavior, kind="bool")
+    reach = _out_of_reach({"window_normalized_gain": perfect_gain, "unsaturated_auc": (
+        stats.auc_bootstrap(uy.astype(float), uy, unsat_group, **th.bootstrap), th.auc_bar)})
+    return _supported_or(check, reach, _outcome(ok_gain and ok_auc), metrics, reason)
 
 
 def seed_draw_variance(seed, draw, residual_auc, residual_ci_low, *, stability_seed, stability_spearman,
@@ -245,7 +271,13 @@ def advantage_baseline(scores, advantage_scores, is_gt, step, *, W: int, nonzero
                "window_advantage_precision": Metric(stats.precision_at_k(a[m], g[m]), n=int(m.sum()))}
     reason = (f"precision@|GT| minus advantage_only's: overall {Metric.of(overall)} (CI low > "
               f"{th.advantage_margin}: {_mark(ok_all)}), window {Metric.of(win)} ({_mark(ok_win)})")
-    return _verdict(check, _outcome(ok_all and ok_win), metrics, reason)
+    perfect = g.astype(float)
+    reach = _out_of_reach({
+        "precision_minus_advantage": (stats.precision_difference_bootstrap(perfect, a, g, st, **th.bootstrap),
+                                      th.advantage_margin),
+        "window_precision_minus_advantage": (stats.precision_difference_bootstrap(
+            perfect[m], a[m], g[m], st[m], **th.bootstrap), th.advantage_margin)})
+    return _supported_or(check, reach, _outcome(ok_all and ok_win), metrics, reason)
 
 
 def target_dependence_training(train_real, train_placebo, is_gt, step, *,

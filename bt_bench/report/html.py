@@ -71,7 +71,9 @@ def _reasons_html(results: list[dict]) -> str:
         text = (m.get("verdict") or {}).get("reason") or r.get("reason") or ""
         if r["outcome"] == "passed" or not (text or why):
             continue
-        items.append(f"<li><b>{_esc(c)} / {_esc(e)}</b> — {_esc(LABELS.get(r['outcome'], r['outcome']))}"
+        shown = "UNSUPPORTED" if (m.get("verdict") or {}).get("outcome") == "unsupported" else \
+            LABELS.get(r["outcome"], r["outcome"])  # a unit no ranking can pass: not a plain skip
+        items.append(f"<li><b>{_esc(c)} / {_esc(e)}</b> — {_esc(shown)}"
                      + (f" <i>(paper: {_esc(why)})</i>" if why else "") + f"<br><small>{_esc(text)}</small></li>")
     return f"<details><summary>Reasons of every non-passing cell ({len(items)})</summary><ul>{''.join(items)}</ul>" \
            "</details>" if items else ""
@@ -173,7 +175,9 @@ def render_html(report: dict, out_html: str | Path, plots: dict[str, bytes] | No
              "<h2>Outcomes</h2>", _matrix_html(results, order),
              ("<p class=cap>Hover a cell for its full reason. Labels follow the every-seed rule (FAIL 1/3: one of "
               "three units failed, so the check fails). NOT JUDGED: skipped at run time, which fails the gate; N/A: "
-              "excluded by what the estimator declared. (expected): a built-in's declared outcome "
+              "excluded by what the estimator declared. PASS 8/9, 1 unsupported: one unit no ranking can pass (the "
+              "comparison's ceiling is reached: even the labels fail it) is left out, for every estimator; more than "
+              "a third of them make the check an ERROR of the fixture. (expected): a built-in's declared outcome "
               "(bt_bench/checklist/expectations.py); (expected X!): it deviates from it.</p>"),
              _reasons_html(results)]
     fixture = [r for r in results if cell_of(r)[1] == FIXTURE]

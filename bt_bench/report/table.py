@@ -17,7 +17,8 @@ LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP
           "xfail": "FAIL (expected)", "xpass": "PASS (xfail)"}  # pytest outcomes (fixture self-checks, counts)
 # Which outcome names a cell that aggregates several tests (e.g. one per seed/draw): the most serious one.
 SEVERITY = ("failed", "error", "xpass", "xfail", "passed", "skipped")
-VERDICT_OUTCOME = {"pass": "passed", "fail": "failed", "error": "error", "skip": "skipped"}
+VERDICT_OUTCOME = {"pass": "passed", "fail": "failed", "error": "error", "skip": "skipped",
+                   "unsupported": "skipped"}  # a unit no ranking can pass: pytest skips it, the gate counts it
 CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance",
           "trigger_token_alignment", "advantage_baseline", "target_dependence")  # spec "The checks" order
 FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "integrity")  # the fixture self-checks, in table order
@@ -56,7 +57,8 @@ def _cell_outcome(results: Sequence[dict]) -> tuple[str, dict]:
     from bt_bench.checklist import gate
     labels = [_label(r) for r in results]
     label = gate.aggregate(labels)
-    return label, results[labels.index(label)]
+    # an ERROR because too many units cannot support a verdict: described by the first of those
+    return label, results[labels.index(gate.UNSUPPORTED if gate.unsupported_error(label, labels) else label)]
 
 
 def _est_rank(order: Sequence[str]):
@@ -100,10 +102,12 @@ def _cells(results: Iterable[dict], order: Sequence[str] = ()) -> tuple[list[str
 
 def cell_text(results: Sequence[dict]) -> tuple[str, str]:
     """(label, key figure) of a cell; several results show the count of the deciding outcome."""
+    from bt_bench.checklist import gate
     outcome, worst = _cell_outcome(results)
     label = outcome
-    if len(results) > 1:
-        label += f" {sum(_label(r) == outcome for r in results)}/{len(results)}"
+    labels = [_label(r) for r in results]
+    if len(results) > 1 or gate.UNSUPPORTED in labels:
+        label += " " + gate.count_text(outcome, labels)
     m = worst.get("metrics") or {}
     exp = m.get("expected")
     if exp:  # a built-in's declared outcome: say whether the cell matches it
@@ -185,5 +189,26 @@ def format_table(results: list[dict], width: int | None = None, order: Sequence[
         o = _cell_outcome(rs)[0]
         counts[o] = counts.get(o, 0) + 1
     lines += ["", f"{len(cells)} cells: " + ", ".join(f"{counts[o]} {o}" for o in GATE_ORDER if o in counts)]
+    uns = _unsupported(cells)
+    if uns:
+        lines.append("units that cannot support a verdict (no ranking can pass them; neither PASS nor FAIL): "
+                     + "; ".join(f"{c} {', '.join(units)} ({len(ests)} estimator{'s' if len(ests) > 1 else ''})"
+                                 for c, (units, ests) in uns.items()))
     return "\n".join(lines)
 
+
+def _unsupported(cells: dict) -> dict[str, tuple[list[str], set]]:
+    """{check: (its UNSUPPORTED units as 'seed2/draw1', the estimators with such units)}, in table order."""
+    from bt_bench.checklist import gate
+    out: dict[str, tuple[list[str], set]] = {}
+    for (c, e), rs in sorted(cells.items(), key=lambda kv: _check_rank(kv[0][0])):
+        for r in rs:
+            if e == FIXTURE or _label(r) != gate.UNSUPPORTED:
+                continue
+            m = r.get("metrics") or {}
+            unit = "/".join(f"{k}{m[k]}" for k in ("seed", "draw") if m.get(k) is not None) or "?"
+            units, ests = out.setdefault(c, ([], set()))
+            if unit not in units:
+                units.append(unit)
+            ests.add(e)
+    return out
