@@ -124,8 +124,10 @@ def paper_gate_refusals(config: pytest.Config, settings) -> list[str]:
     d = _defaults()
     if settings.evidence is None:
         for name in ("seeds", "draws"):
-            if getattr(settings, name) < d[name]:
-                got.append(f"--bt-{name} {getattr(settings, name)} (fewer than the default {d[name]})")
+            n = getattr(settings, name)
+            if n < d[name]:
+                got.append(f"the pack's {n} planted seed(s) (fewer than {d[name]})" if name == "seeds" and
+                           settings.fixture else f"--bt-{name} {n} (fewer than the default {d[name]})")
     found = checklist_args(config)
     got += [f"{a} (narrower than the checklist folder {f})" for a, f, whole in found if not whole]
     if not any(whole for _, _, whole in found):
