@@ -28,12 +28,14 @@ from collections.abc import Callable, Iterable, Mapping
 
 # checks judged on fresh candidates of a draw only (all of one checkpoint): step-level estimators are N/A there
 DRAW_CHECKS = ("fluency_confound", "seed_draw_variance", "trigger_token_alignment")
-TOKEN_CAPABILITIES = frozenset({"token_sketches", "model"})  # a model estimator gets token_mask()
 
 
 def not_applicable(check: str, name: str, level: str, capabilities: Iterable[str]) -> str | None:
     """Why ``check`` cannot take part for an estimator declaring ``level`` and ``capabilities`` (N/A by
     declaration, spec: never by what happens at run time); None when it takes part."""
+    from bt_bench.estimator.contract import Capability
+
+    token_caps = {Capability.TOKEN_SKETCHES.value, Capability.MODEL.value}  # a model estimator gets token_mask()
     step_level = level == "step"
     if check == "advantage_baseline" and step_level:
         return (f"{name} is step-level: advantage_baseline compares rollout-level estimators with the rollout-level "
@@ -41,7 +43,7 @@ def not_applicable(check: str, name: str, level: str, capabilities: Iterable[str
     if check in DRAW_CHECKS and step_level:
         return (f"{name} is step-level: the fresh candidates of a draw all share one checkpoint, so a score shared "
                 "by every rollout of a step cannot rank them")
-    if check == "trigger_token_alignment" and not TOKEN_CAPABILITIES & {str(c) for c in capabilities}:
+    if check == "trigger_token_alignment" and not token_caps & {str(c) for c in capabilities}:
         return (f"{name} declares neither 'token_sketches' nor 'model': it cannot score the gradient restricted to "
                 "the behavior tokens")
     return None
