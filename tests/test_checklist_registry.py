@@ -46,6 +46,21 @@ def test_every_check_module_is_one_spec_and_every_spec_one_module():
         assert f"def test_{named[p.name]}(" in p.read_text(), p.name
 
 
+def test_each_thin_module_takes_the_parameters_of_its_unit():
+    """The expected grid (bt_bench.checklist.grid) reads a check's units from ``CheckSpec.unit``; the thin module
+    gets its units from the plugin's parameters: bt_seed for ``seed`` and ``seed_draw``, bt_draw for ``seed_draw``
+    only. Both must say the same, so a new check is in the grid as it is collected."""
+    for name, spec in CHECKS.items():
+        tree = ast.parse((ROOT / "checks" / f"test_{name}.py").read_text())
+        params = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                params |= {a.arg for a in node.args.args}
+        assert ("bt_seed" in params) == (spec.unit in ("seed", "seed_draw")), (name, spec.unit, params)
+        assert ("bt_draw" in params) == (spec.unit == "seed_draw"), (name, spec.unit, params)
+        assert "bt_estimator" in params, name
+
+
 def test_thin_modules_use_the_glue_not_the_plugin():
     for p in (ROOT / "checks").glob("test_*.py"):
         assert "bt_bench.plugin" not in p.read_text(), p.name

@@ -89,6 +89,162 @@ def test_glue_expects_the_declared_outcome_from_the_stash():
     assert glue._expected(request(None), "random", "headroom") is None
 
 
+# ------------------------------------------------------------------------------------- the expected grid
+ROLLOUT = {"level": "rollout", "capabilities": ["checkpoint_sketches", "token_sketches"]}
+
+
+def _full(grid, est: str, drop=()) -> list[dict]:
+    """A passing result for every unit of ``est`` in ``grid`` except those in ``drop`` ((check, seed, draw))."""
+    return [{"nodeid": f"checks/test_{u.check}.py::{u.test_name}", "outcome": "passed",
+             "metrics": {"check": u.check, "estimator": est, "verdict": {"check": u.check, "outcome": "pass",
+                                                                         "reason": "ok", "metrics": {}}}}
+            for u in grid.units if u.estimator == est and (u.check, u.seed, u.draw) not in drop]
+
+
+def test_expected_grid_comes_from_the_registry():
+    from bt_bench.checklist.grid import Grid
+    from bt_bench.checklist.registry import CHECKS
+
+    per_unit = {"seed": 3, "seed_draw": 9, "all": 1}
+    g = Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=3)
+    assert g.expected() == {("mine", n): per_unit[s.unit] for n, s in CHECKS.items()}
+    assert sum(g.expected().values()) == 31
+    # N/A by declaration has no units: step level (draw checks, advantage_baseline), no token capability
+    step = Grid.of({"st": {"level": "step", "capabilities": ["grad_norm"]}}, seeds=3, draws=3, ran_seeds=3,
+                   ran_draws=3).expected()
+    assert set(step) == {("st", c) for c in ("gradient_norm_baseline", "headroom", "target_dependence")}
+    none = Grid.of({"a": {"level": "rollout", "capabilities": []}, "m": {"level": "rollout", "capabilities":
+                    ["model"]}, "x": None}, seeds=3, draws=3, ran_seeds=3, ran_draws=3).expected()
+    assert ("a", "trigger_token_alignment") not in none and none[("m", "trigger_token_alignment")] == 3
+    assert len([k for k in none if k[0] == "x"]) == len(CHECKS)  # an unreadable declaration excludes nothing
+    # more seeds than the default: all of them; fewer: the default's
+    assert Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=5, ran_draws=3).expected()[
+        ("mine", "fluency_confound")] == 15
+    assert Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=1, ran_draws=1).expected()[
+        ("mine", "fluency_confound")] == 9
+
+
+def test_a_new_check_is_in_the_grid_without_a_second_list(monkeypatch):
+    import dataclasses
+
+    from bt_bench.checklist import registry
+    from bt_bench.checklist.grid import Grid
+
+    monkeypatch.setitem(registry.CHECKS, "new_check", dataclasses.replace(registry.CHECKS["headroom"],
+                                                                          name="new_check", order=99))
+    g = Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=3)
+    assert g.expected()[("mine", "new_check")] == 9
+
+
+def test_not_applicable_is_the_suites_rule():
+    from bt_bench.checklist.grid import not_applicable
+    from bt_bench.checklist.suite import NotApplicable, Suite
+    from bt_bench.checklist.verdicts import Thresholds
+
+    suite = Suite(fixtures=[], failed_seeds=[], thresholds=Thresholds())
+    with pytest.raises(NotApplicable) as e:
+        suite.require_applicable("fluency_confound", "norm_only_step")
+    assert str(e.value) == not_applicable("fluency_confound", "norm_only_step", "step", ["grad_norm"])
+    with pytest.raises(NotApplicable, match="neither 'token_sketches' nor 'model'"):
+        suite.require_applicable("trigger_token_alignment", "random")
+    suite.require_applicable("trigger_token_alignment", "gas")  # declares token_sketches: takes part
+    assert not_applicable("headroom", "x", "step", []) is None
+
+
+def test_unit_of_reads_the_node_id():
+    from bt_bench.checklist.grid import Unit, unit_of
+
+    def r(nodeid, est):
+        return {"nodeid": nodeid, "metrics": {"estimator": est}}
+
+    assert unit_of(r("checks/test_headroom.py::test_headroom[gas-seed2-draw1]", "gas")) == Unit("gas", "headroom", 2, 1)
+    assert unit_of(r("c/test_target_dependence.py::test_target_dependence[a-seed1-x-seed0]", "a-seed1-x")) == Unit(
+        "a-seed1-x", "target_dependence", 0, None)
+    assert unit_of(r("c/test_seed_draw_variance.py::test_seed_draw_variance[pkg.m:Cls]", "pkg.m:Cls")) == Unit(
+        "pkg.m:Cls", "seed_draw_variance")
+    assert unit_of(r("c/test_headroom.py::test_headroom[gas0-seed0-draw0]", "gas")) is None  # not its id
+    assert unit_of({"nodeid": "checks/test_fixture_integrity.py::test_integrity", "metrics": {}}) is None
+
+
+def test_a_missing_unit_makes_the_check_incomplete_and_fails_the_gate():
+    from bt_bench.checklist.grid import Grid
+
+    g = Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=3)
+    full = _full(g, "mine")
+    assert g.missing(full) == []  # positive control: the whole grid
+    cs = gate.checks(full, g.to_dict([]))
+    assert {r.label for r in cs.values()} == {gate.PASS}
+    assert gate.estimator_gate("mine", {c: r for (_, c), r in cs.items()}).ok
+
+    part = _full(g, "mine", drop={("fluency_confound", 2, 1)})
+    miss = g.missing(part)
+    assert miss == [{"estimator": "mine", "check": "fluency_confound", "seed": 2, "draw": 1, "why": "not run",
+                     "nodeid": "checks/test_fluency_confound.py::test_fluency_confound[mine-seed2-draw1]"}]
+    assert {r.label for r in gate.checks(part).values()} == {gate.PASS}  # what it was: "PASS 8/8"
+    cs = gate.checks(part, g.to_dict(miss))
+    flu = cs[("mine", "fluency_confound")]
+    assert flu.label == gate.INCOMPLETE and flu.count == "1/9 missing" and flu.ran == "PASS 8/8"
+    assert "not run: test_fluency_confound[mine-seed2-draw1]" in flu.reason
+    g_line = gate.estimator_gate("mine", {c: r for (_, c), r in cs.items()})
+    assert not g_line.ok and "fluency_confound INCOMPLETE 1/9 missing" in g_line.line()
+
+    # a whole check left out (-k "not fluency_confound"): INCOMPLETE although none of its units ran
+    nok = [r for r in full if r["metrics"]["check"] != "fluency_confound"]
+    cs = gate.checks(nok, g.to_dict(g.missing(nok)))
+    assert cs[("mine", "fluency_confound")].label == gate.INCOMPLETE
+    assert cs[("mine", "fluency_confound")].count == "9/9 missing"
+    # an estimator none of whose units ran is still gated
+    assert {r.label for (e, _), r in gate.checks([], g.to_dict(g.missing([]))).items() if e == "mine"} == {
+        gate.INCOMPLETE}
+
+
+def test_a_unit_without_a_verdict_or_judged_on_fewer_seeds_is_missing():
+    from bt_bench.checklist.grid import Grid
+
+    g = Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=3)
+    crashed = _full(g, "mine")
+    crashed[0] = {**crashed[0], "outcome": "error", "metrics": {}}  # setup crashed before the cell recorded
+    (m,) = g.missing(crashed)
+    assert m["why"] == "ran without a verdict (error)"
+    # --bt-seeds 1: seeds 1 and 2 are not run, and the one all-seeds cell was judged on one seed only
+    one = Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=1, ran_draws=3)
+    ran = [r for r in _full(one, "mine") if "seed1" not in r["nodeid"] and "seed2" not in r["nodeid"]]
+    whys = {(m["check"], m["why"]) for m in one.missing(ran)}
+    assert ("seed_draw_variance", "judged on 1 of 3 seeds (--bt-seeds 1)") in whys
+    assert ("headroom", "not run") in whys and ("gradient_norm_baseline", "not run") in whys
+    # --bt-draws 2: a per-seed cell that pools the draws is incomplete too
+    two = Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=2)
+    whys = {(m["check"], m["why"]) for m in two.missing(_full(two, "mine"))}
+    assert ("target_dependence", "judged on 2 of 3 draws (--bt-draws 2)") in whys
+    assert not any(c == "gradient_norm_baseline" for c, _ in whys)  # its cell takes no draws
+
+
+def test_a_missing_unit_of_a_builtin_deviates_from_its_declared_outcome():
+    from bt_bench.checklist.grid import Grid
+
+    g = Grid.of({"b": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=3)
+    rs = _full(g, "b", drop={("fluency_confound", 2, 1)})
+    for r in rs:  # every unit it ran fails, as declared
+        if r["metrics"]["check"] == "fluency_confound":
+            r["outcome"], r["metrics"]["verdict"]["outcome"] = "xfail", "fail"
+    cs = {c: r for (_, c), r in gate.checks(rs, g.to_dict(g.missing(rs))).items()}
+    declared = {c: (gate.PASS, "why") for c in cs} | {"fluency_confound": (gate.FAIL, "paper")}
+    dev = gate.expectation_gate("b", cs, declared)
+    assert not dev.ok and "fluency_confound expected FAIL, got INCOMPLETE 1/9 missing" in dev.line()
+    assert gate.expectation_gate("b", {c: r for (_, c), r in gate.checks(rs).items()}, declared).ok  # before
+
+
+def test_table_shows_incomplete_with_the_count():
+    from bt_bench.checklist.grid import Grid
+    from bt_bench.report.table import format_table
+
+    g = Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=3)
+    rs = [r for r in _full(g, "mine", drop={("fluency_confound", 2, 1)}) if r["metrics"]["check"] != "headroom"]
+    out = format_table(rs, width=120, completeness=g.to_dict(g.missing(rs)))
+    assert "INCOMPLETE 1/9 missing" in out and "ran: PASS 8/8" in out
+    assert "INCOMPLETE 9/9 missing" in out and "none ran" in out and "2 INCOMPLETE" in out
+
+
 # ------------------------------------------------------------------------------------- plugin (pytester)
 CELLS = '''
 import pytest

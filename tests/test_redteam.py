@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent / "redteam"
 
 
-def run_checks(cls: str, tmp_path: Path, cache: Path, *extra: str) -> tuple[int, str, dict]:
+def run_checks(cls: str, tmp_path: Path, cache: Path, *extra: str) -> tuple[int, str, dict | None]:
     report = tmp_path / "r.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
            "BT_BENCH_CACHE": str(cache)}
@@ -31,7 +31,7 @@ def run_checks(cls: str, tmp_path: Path, cache: Path, *extra: str) -> tuple[int,
                         "no:xdist", "-q", "--bt-estimator", cls if ":" in cls else f"redteam_estimators:{cls}",
                         "--bt-report", str(report), *extra],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-    doc = json.loads(report.read_text())
+    doc = json.loads(report.read_text()) if report.exists() else None
     return p.returncode, p.stdout + p.stderr, doc
 
 
@@ -110,3 +110,21 @@ def test_attack_on_the_judge_fails_the_paper_gate(cls, built, tmp_path):
     assert not g["ok"] and "GATE FAIL" in g["line"], g
     assert SEALED[cls](lab, reasons(doc) + out), (lab, g["line"])
     assert doc["machine"]["scoring_sandbox"].startswith("Landlock ABI")
+
+
+def test_a_deselected_unit_exits_nonzero_under_paper_gate(built, tmp_path):
+    """(i) Selective reporting: leave out the unit that fails and report the rest ("PASS 8/8", issue 19). Under
+    --bt-paper-gate the selection is refused before anything runs; without it the check is INCOMPLETE, the gate
+    fails, and the report lists the unit and the command line."""
+    est = "redteam_estimators:HardCoded"
+    unit = f"checks/test_fluency_confound.py::test_fluency_confound[{est}-seed2-draw1]"
+    rc, out, doc = run_checks("HardCoded", tmp_path, built, "--deselect", unit, "--bt-paper-gate")
+    assert rc == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert "--bt-paper-gate refuses any test selection" in out and f"--deselect {unit}" in out
+    assert doc is None  # nothing ran
+    rc, out, doc = run_checks("HardCoded", tmp_path, built, "--deselect", unit, "-k", "fluency_confound")
+    assert rc == 1, out[-3000:]
+    (g,) = doc["gates"]
+    assert not g["ok"] and "fluency_confound INCOMPLETE 1/9 missing" in g["line"], g
+    assert unit in [m["nodeid"] for m in doc["completeness"]["missing"]]
+    assert unit in doc["command_line"]["args"]

@@ -9,14 +9,19 @@ by the every-seed rule into exactly one label:
 - ``ERROR``: the estimator raised or returned invalid scores, or the fixture cannot support a verdict;
 - ``NOT JUDGED``: skipped at run time (a missing input, an estimator that never scores): it fails the gate;
 - ``N/A``: the check cannot take part by what the estimator *declared* (its capabilities or level), with the
-  reason; it neither passes nor fails the gate.
+  reason; it neither passes nor fails the gate;
+- ``INCOMPLETE``: a unit of the expected grid (``bt_bench.checklist.grid``: every seed and draw of the fixture that
+  the estimator's declaration admits) has no complete verdict: deselected, left out by ``-k``/``-x``/``--bt-seeds``,
+  or lost to a crash. It overrides whatever the units that ran show, and it fails the gate (and differs from any
+  declared outcome of a built-in).
 
 A unit that no ranking can pass (the comparison's ceiling is reached: even the labels fail it) is ``UNSUPPORTED``:
 a unit label only, never a check's. It is left out of the every-seed rule and counted in the cell (``PASS 8/9,
 1 unsupported``); more than a third of a check's units unsupported makes the check an ERROR of the fixture, for
 every estimator (:func:`too_many_unsupported`).
 
-An estimator's gate passes only if none of its checks is FAIL, ERROR or NOT JUDGED and at least one is PASS.
+An estimator's gate passes only if none of its checks is FAIL, ERROR, NOT JUDGED or INCOMPLETE and at least one is
+PASS.
 Built-ins and controls instead carry a declared expected label per (fixture, estimator, check)
 (``bt_bench.checklist.expectations``), enforced strictly both ways; a user's estimator has none: its gate is its cells.
 """
@@ -27,8 +32,9 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 PASS, FAIL, ERROR, NOT_JUDGED, NA = "PASS", "FAIL", "ERROR", "NOT JUDGED", "N/A"
-LABELS = (PASS, FAIL, ERROR, NOT_JUDGED, NA)
-FAILING = (FAIL, ERROR, NOT_JUDGED)
+INCOMPLETE = "INCOMPLETE"  # a check of the expected grid with units left out (never a unit's own label)
+LABELS = (PASS, FAIL, ERROR, NOT_JUDGED, NA, INCOMPLETE)
+FAILING = (FAIL, ERROR, NOT_JUDGED, INCOMPLETE)
 FIXTURE = "(fixture)"  # fixture self-checks are not per estimator
 UNSUPPORTED = "UNSUPPORTED"  # a unit no ranking can pass: a unit label, never a check's (see aggregate)
 
@@ -83,14 +89,32 @@ class CheckResult:
     label: str
     units: tuple[str, ...]  # the unit labels, in recording order
     results: tuple[dict, ...]
+    missing: tuple[dict, ...] = ()  # expected units without a complete verdict (bt_bench.checklist.grid)
+    expected: int = 0  # number of expected units (0: no expected grid)
 
     @property
     def count(self) -> str:
-        """e.g. '1/3': units carrying the deciding label, over all units (see :func:`count_text`)."""
+        """e.g. '1/3': units carrying the deciding label, over all units (see :func:`count_text`); INCOMPLETE:
+        '1/9 missing'."""
+        if self.label == INCOMPLETE:
+            return f"{len(self.missing)}/{self.expected} missing"
         return count_text(self.label, self.units)
 
     @property
+    def ran(self) -> str:
+        """What the units that ran show, e.g. 'PASS 8/8' ('none ran' without any)."""
+        if not self.units:
+            return "none ran"
+        lab = aggregate(self.units)
+        return f"{lab} {count_text(lab, self.units)}"
+
+    @property
     def reason(self) -> str:
+        if self.label == INCOMPLETE:
+            first = self.missing[0]
+            more = f" and {len(self.missing) - 1} more" if len(self.missing) > 1 else ""
+            head = f"ran: {self.ran}; " if self.units else ""
+            return f"{head}{first['why']}: {first['nodeid'].split('::')[-1]}{more}"
         want = UNSUPPORTED if unsupported_error(self.label, self.units) else self.label
         for r in self.results:
             if unit_label(r) == want:
@@ -123,19 +147,35 @@ def check_of(result: Mapping) -> tuple[str, str]:
     return m.get("check") or "?", m.get("estimator") or FIXTURE
 
 
-def checks(results: Iterable[Mapping]) -> dict[tuple[str, str], CheckResult]:
-    """{(estimator, check): CheckResult} over every per-estimator result (fixture self-checks left out)."""
+def checks(results: Iterable[Mapping], completeness: Mapping | None = None) -> dict[tuple[str, str], CheckResult]:
+    """{(estimator, check): CheckResult} over every per-estimator result (fixture self-checks left out).
+    ``completeness`` (the report's, ``bt_bench.checklist.grid.Grid.to_dict``): every expected (estimator, check)
+    is in the answer, INCOMPLETE when any of its units is missing, also when none of them ran."""
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in results:
         c, e = check_of(r)
         if e == FIXTURE or not (r.get("metrics") or {}).get("verdict"):
             continue
         groups.setdefault((e, c), []).append(dict(r))
+    expected, missing = expected_and_missing(completeness)
     out = {}
-    for (e, c), rs in groups.items():
+    for (e, c) in list(groups) + [k for k in {**expected, **missing} if k not in groups]:
+        rs = groups.get((e, c), [])
         us = tuple(unit_label(r) for r in rs)
-        out[(e, c)] = CheckResult(e, c, aggregate(us), us, tuple(rs))
+        miss = tuple(missing.get((e, c), ()))
+        label = INCOMPLETE if miss else (aggregate(us) if us else NA)
+        out[(e, c)] = CheckResult(e, c, label, us, tuple(rs), miss, expected.get((e, c), 0))
     return out
+
+
+def expected_and_missing(completeness: Mapping | None) -> tuple[dict[tuple[str, str], int], dict[tuple, list]]:
+    """({(estimator, check): expected units}, {(estimator, check): [missing unit records]}) of a report's
+    ``completeness`` (both empty without one)."""
+    expected = {(x["estimator"], x["check"]): int(x["units"]) for x in (completeness or {}).get("expected") or ()}
+    missing: dict[tuple, list] = {}
+    for m in (completeness or {}).get("missing") or ():
+        missing.setdefault((m["estimator"], m["check"]), []).append(dict(m))
+    return expected, missing
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,10 +17,10 @@ import dataclasses
 
 import numpy as np
 
+from bt_bench.checklist.grid import DRAW_CHECKS, not_applicable
 from bt_bench.checklist.verdicts import Thresholds
 
-# checks judged on fresh candidates of a draw only (all of one checkpoint): step-level estimators are N/A there
-DRAW_CHECKS = ("fluency_confound", "seed_draw_variance", "trigger_token_alignment")
+__all__ = ["DRAW_CHECKS", "FixtureUnsupported", "NotApplicable", "SkipCell", "Suite"]
 
 
 class SkipCell(Exception):
@@ -106,21 +106,12 @@ class Suite:
 
     def require_applicable(self, check: str, name: str) -> None:
         """Raise ``NotApplicable`` when the estimator's declared level or capabilities exclude it from ``check``
-        (spec: N/A is decided by what is declared, never by what happens at run time)."""
-        from bt_bench.estimator import Capability
-
+        (spec: N/A is decided by what is declared, never by what happens at run time). The rule is
+        ``bt_bench.checklist.grid.not_applicable``, which also keeps such checks out of the expected grid."""
         est = self.estimator(name)
-        step_level = getattr(est, "level", "rollout") == "step"
-        if check == "advantage_baseline" and step_level:
-            raise NotApplicable(f"{name} is step-level: advantage_baseline compares rollout-level estimators with "
-                                "the rollout-level advantage_only control (spec, check 6)")
-        if check in DRAW_CHECKS and step_level:
-            raise NotApplicable(f"{name} is step-level: the fresh candidates of a draw all share one checkpoint, so "
-                                "a score shared by every rollout of a step cannot rank them")
-        token_caps = {Capability.TOKEN_SKETCHES, Capability.MODEL}  # a model estimator gets token_mask()
-        if check == "trigger_token_alignment" and not token_caps & set(est.capabilities):
-            raise NotApplicable(f"{name} declares neither 'token_sketches' nor 'model': it cannot score the "
-                                "gradient restricted to the behavior tokens")
+        why = not_applicable(check, name, getattr(est, "level", "rollout"), est.capabilities)
+        if why:
+            raise NotApplicable(why)
 
     # ------------------------------------------------------------ training rollouts
     def training(self, i: int) -> dict:

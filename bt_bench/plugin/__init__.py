@@ -6,7 +6,9 @@ module top.
 - ``fixtures``: the session fixtures the checks use (planted runs, derived fixtures, the ``Suite``) and their
   parametrization over estimators, seeds and draws;
 - ``session``: the ``BtSession`` object that collects results, decides the gates, prints and writes the report;
-- ``robust``: third-party robustness: ``--bt-timeout``, one terminal line per estimator error, xdist worker crashes.
+- ``robust``: third-party robustness: ``--bt-timeout``, one terminal line per estimator error, xdist worker crashes;
+- ``selection``: the checklist folder a session runs, ``--bt-paper-gate``'s refusal of any test selection, and the
+  command line the report records (the expected grid itself is ``bt_bench.checklist.grid``).
 
 The thin modules in ``checks/`` import their cell glue from ``bt_bench.checklist.glue``, never from here.
 """
@@ -31,6 +33,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from bt_bench.checklist.glue import GLUE_KEY
 
     s = resolve_settings(config)
+    if not hasattr(config, "workerinput"):  # the controller refuses; xdist workers only run what it accepted
+        from bt_bench.plugin.selection import refuse_selection
+
+        refuse_selection(config, s)
     config.stash[settings_key] = s
     from bt_bench.estimator import sealed  # numpy, no torch
 

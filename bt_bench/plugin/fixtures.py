@@ -123,4 +123,4 @@ def selected_estimators(s: Settings) -> list[str]:
                 registry.get_estimator(name)
             except registry.RegistryError as e:
                 raise pytest.UsageError(f"--bt-estimator: {e}") from e
-    return list(s.estimators)
+    return list(dict.fromkeys(s.estimators))  # once each: a repeated name would get pytest's suffixed ids

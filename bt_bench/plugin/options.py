@@ -34,7 +34,8 @@ class Settings:
     fixture: str | None = _help("run on the fixtures of a pack file or folder (bt-bench pack) instead of building "
                                 "them; profile and seeds come from it", None)
     strict: bool = _help("gate built-ins and controls like any estimator (ignore their declared outcomes)", False)
-    paper_gate: bool = _help("refuse modified thresholds, a profile that relaxes them, and < 3 seeds or draws", False)
+    paper_gate: bool = _help("refuse modified thresholds, a profile that relaxes them, fewer seeds or draws than the "
+                             "defaults, and any test selection (-k, -m, --deselect, node ids, -x, --lf)", False)
     causal_all_seeds: bool = _help("run the 'planted cause is causal' re-runs for every seed (default: the first)",
                                    False)
     timeout: float = _help("time limit in seconds of one estimator fit/score call (0: none)", 3600.0)
@@ -87,7 +88,9 @@ _OPTIONS = {  # name: (type, help)
                        "cannot read the run cache), process (separate, not sandboxed), none (in-process, to debug "
                        "an estimator; refused by --bt-paper-gate)"),
     "paper-gate": (bool, "refuse to run with thresholds that differ from the checklist's defaults (and with a "
-                         "profile that relaxes them, e.g. smoke): the setting to gate a paper on"),
+                         "profile that relaxes them, e.g. smoke), with fewer seeds or draws than the defaults, and "
+                         "with any test selection (-k, -m, --deselect, --ignore, node ids or paths inside the checks "
+                         "folder, -x/--maxfail, --lf/--ff/--sw): the setting to gate a paper on"),
 }
 
 
@@ -146,8 +149,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
             + "; remove them from [tool.bt_bench.thresholds] (or do not use --bt-paper-gate)")
     if s.paper_gate and s.evidence is None:
         refuse_unsealed(s)
-    if s.paper_gate and s.evidence is None and (s.seeds < 3 or s.draws < 3):
-        raise pytest.UsageError(f"--bt-paper-gate needs >= 3 seeds and >= 3 draws (got {s.seeds}, {s.draws})")
+    # --bt-paper-gate's refusal of fewer seeds or draws and of any test selection: bt_bench.plugin.selection
     return s
 
 

@@ -22,6 +22,8 @@ class BtSession:
         self.config, self.settings = config, settings
         self.results: list[dict] = []
         self.gates: list = []
+        self.complete: dict | None = None  # the report's ``completeness`` (expected grid, missing units)
+        self._provenance: dict = {}
 
     @property
     def worker(self) -> bool:
@@ -62,16 +64,44 @@ class BtSession:
         robustness = self.config.pluginmanager.get_plugin("bt_bench_robustness")
         return robustness.estimators() if robustness is not None else []
 
+    def completeness(self) -> dict | None:
+        """The expected grid of a session that runs the checklist (``bt_bench.checklist.grid``) and the units it
+        left out, as the report's ``completeness``; None when there is no grid to hold it to (replayed evidence,
+        --collect-only, or a session whose arguments name no checklist folder)."""
+        from bt_bench.plugin import selection
+
+        s = self.settings
+        if s.evidence or self.config.option.collectonly or not selection.runs_the_checklist(self.config):
+            return None
+        from bt_bench.checklist.grid import Grid
+
+        names = list(dict.fromkeys(self._estimators()))
+        seeds, draws = selection.full_counts(s)
+        prov = self.provenance(names)
+        declared = {n: (None if "error" in prov.get(n, {"error": 1}) else prov[n]) for n in names}
+        grid = Grid.of(declared, seeds=seeds, draws=draws, ran_seeds=s.seeds, ran_draws=s.draws)
+        return grid.to_dict(grid.missing(self.results, lambda c: selection.module_path(self.config, c)))
+
+    def provenance(self, names) -> dict:
+        """Each estimator's provenance (``bt_bench.report.schema.estimator_provenance``: its declared level and
+        capabilities among it), looked up once for the grid and the report."""
+        from bt_bench.report.schema import estimator_provenance
+
+        todo = [n for n in names if n not in self._provenance]
+        self._provenance.update(estimator_provenance(todo) if todo else {})
+        return {n: self._provenance[n] for n in names}
+
     def decide(self) -> list:
-        """One ``Gate`` per estimator with results: against its declared snapshot for a built-in on a profile that
-        has one (unless --bt-strict), else by its own cells."""
+        """One ``Gate`` per estimator with results or expected units: against its declared snapshot for a built-in
+        on a profile that has one (unless --bt-strict), else by its own cells; a check with expected units left out
+        is INCOMPLETE (``bt_bench.checklist.gate``)."""
         from bt_bench.checklist import gate
         from bt_bench.checklist.expectations import expected_for
 
         s = self.settings
         mod = bool(modified_thresholds(s))
         by_est: dict[str, dict] = {}
-        for (est, check), r in gate.checks(self.results).items():
+        for (est, check), r in gate.checks(self.results, self.complete).items():
             by_est.setdefault(est, {})[check] = r
         out = []
         for est, checks in by_est.items():
@@ -83,30 +113,41 @@ class BtSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
         if self.worker:
             return
+        self.complete = self.completeness()
         self.gates = self.decide()
         if any(not g.ok for g in self.gates) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate: see bt_bench.checklist.gate
         s = self.settings
         if s.report:
+            from bt_bench.plugin.selection import command_line
             from bt_bench.report.schema import write_report
 
+            gates = [dataclasses.asdict(g) | {"line": g.line()} for g in self.gates]
             write_report(Path(s.report), settings=dataclasses.asdict(s), results=self.results,
-                         exit_status=int(session.exitstatus),
-                         gates=[dataclasses.asdict(g) | {"line": g.line()} for g in self.gates],
-                         thresholds=effective_thresholds(s).to_dict(), modified_thresholds=modified_thresholds(s))
+                         exit_status=int(session.exitstatus), gates=gates,
+                         thresholds=effective_thresholds(s).to_dict(), modified_thresholds=modified_thresholds(s),
+                         provenance=self.provenance(sorted({g["estimator"] for g in gates})),
+                         extra={"command_line": command_line(self.config), "completeness": self.complete})
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
         if self.worker:
             return
         rows = [r for r in self.results if r["metrics"]]
-        if not rows:
+        if not rows and not self.gates:
             return
         from bt_bench.checklist.expectations import has_snapshot
         from bt_bench.report.table import format_table
 
         s = self.settings
         terminalreporter.section(f"bt-bench checklist on fixture {s.profile!r} ({s.seeds} seeds x {s.draws} draws)")
-        terminalreporter.write_line(format_table(rows, order=s.estimators))
+        terminalreporter.write_line(format_table(rows, order=s.estimators, completeness=self.complete))
+        missing = (self.complete or {}).get("missing") or []
+        if missing:
+            terminalreporter.write_line(f"INCOMPLETE: {len(missing)} expected unit(s) of the grid have no complete "
+                                        "verdict (-k, --deselect, -x, --bt-seeds/--bt-draws, or a crash), e.g. "
+                                        f"{missing[0]['nodeid']} ({missing[0]['why']})"
+                                        + ("; all of them in completeness.missing of the JSON report"
+                                           if s.report else "; --bt-report FILE lists all of them"), red=True)
         mod = modified_thresholds(s)
         if mod:
             terminalreporter.write_line("MODIFIED THRESHOLDS (not the checklist's defaults): " + ", ".join(

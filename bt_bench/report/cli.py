@@ -25,6 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"bt-bench report: error: {e}", file=sys.stderr)
         return 2
-    print(format_table(doc["results"], order=(doc.get("settings") or {}).get("estimators") or ()))
+    print(format_table(doc["results"], order=(doc.get("settings") or {}).get("estimators") or (),
+                       completeness=doc.get("completeness")))
     write_outputs(doc, args.html, args.png_dir)
     return 0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .plots import PLOTS, render_plots
 from .schema import normalized
-from .table import COLORS, FIXTURE, LABELS, _cell_outcome, _cells, cell_of, cell_text, format_table
+from .table import COLORS, FIXTURE, LABELS, _cell_outcome, _cells, cell_label, cell_of, cell_text, format_table, gaps
 
 
 def _esc(x) -> str:
@@ -33,11 +33,12 @@ def _name(x) -> str:
     return _esc(x).replace("_", "_<wbr>")
 
 
-def _matrix_html(results: list[dict], order=()) -> str:
+def _matrix_html(results: list[dict], order=(), completeness: dict | None = None) -> str:
     """The outcome matrix: rows = checks and columns = estimators, or transposed (rows = estimators, columns =
     checks) when there are more estimators than checks, so a page of many estimators stays as wide as the
-    checks."""
-    checks, ests, cells = _cells(results, order)
+    checks. A cell with units missing from ``completeness`` is INCOMPLETE."""
+    checks, ests, cells = _cells(results, order, completeness)
+    gap = gaps(completeness)
     if not checks:
         return "<p>No per-estimator results.</p>"
     transposed = len(ests) > len(checks)
@@ -51,10 +52,13 @@ def _matrix_html(results: list[dict], order=()) -> str:
             if (c, e) not in cells:
                 tds += "<td class=empty>–</td>"
                 continue
-            label, key = cell_text(cells[(c, e)])
-            outcome, worst = _cell_outcome(cells[(c, e)])
+            label, key = cell_text(cells[(c, e)], gap.get((c, e)))
+            outcome = cell_label(cells[(c, e)], gap.get((c, e)))
+            worst = _cell_outcome(cells[(c, e)])[1] if cells[(c, e)] else {}
             m = worst.get("metrics") or {}
             tip = m.get("expected_failure") or (m.get("verdict") or {}).get("reason") or worst.get("reason") or ""
+            if outcome == "INCOMPLETE":
+                tip = "units of the expected grid that did not run: see completeness.missing"
             tds += (f"<td style='background:{COLORS.get(outcome, '#fff')}' title='{_esc(tip)}'><b>{_esc(label)}</b>"
                     f"<br><span class=key>{_esc(key)}</span></td>")
         body += f"<tr><th>{_name(row)}</th>{tds}</tr>"
@@ -143,6 +147,13 @@ def _gates_html(report: dict) -> str:
     if mod:
         out += ("<p class=warn><b>Modified thresholds</b> (not the checklist's defaults): " + _esc(", ".join(
             f"{k}={v.get('value')!r} (default {v.get('default')!r})" for k, v in mod.items())) + "</p>")
+    missing = (report.get("completeness") or {}).get("missing") or []
+    if missing:
+        out += (f"<p class=warn><b>Incomplete</b>: {len(missing)} unit(s) of the expected grid have no complete "
+                "verdict, e.g. " + _esc(f"{missing[0].get('nodeid')} ({missing[0].get('why')})") + "</p>")
+    cmd = report.get("command_line") or {}
+    if cmd.get("argv"):
+        out += f"<p class=sub>command line: <code>{_esc(' '.join(map(str, cmd['argv'])))}</code></p>"
     gates = report.get("gates") or []
     if gates:
         out += "<h2>Gate</h2><ul class=gates>" + "".join(
@@ -172,12 +183,14 @@ def render_html(report: dict, out_html: str | Path, plots: dict[str, bytes] | No
              + (f"<br>source: {_esc(report['source'])}" if report.get("source") else "")
              + f"<br>{len(results)} results: {_esc(summary)}</p>",
              _gates_html(report),
-             "<h2>Outcomes</h2>", _matrix_html(results, order),
+             "<h2>Outcomes</h2>", _matrix_html(results, order, report.get("completeness")),
              ("<p class=cap>Hover a cell for its full reason. Labels follow the every-seed rule (FAIL 1/3: one of "
               "three units failed, so the check fails). NOT JUDGED: skipped at run time, which fails the gate; N/A: "
-              "excluded by what the estimator declared. PASS 8/9, 1 unsupported: one unit no ranking can pass (the "
-              "comparison's ceiling is reached: even the labels fail it) is left out, for every estimator; more than "
-              "a third of them make the check an ERROR of the fixture. (expected): a built-in's declared outcome "
+              "excluded by what the estimator declared; INCOMPLETE n/m missing: n of the m units of the expected "
+              "grid did not run (deselected, -k, -x, fewer seeds, a crash), which fails the gate. PASS 8/9, 1 "
+              "unsupported: one unit no ranking can pass (the comparison's ceiling is reached: even the labels fail "
+              "it) is left out, for every estimator; more than a third of them make the check an ERROR of the "
+              "fixture. (expected): a built-in's declared outcome "
               "(bt_bench/checklist/expectations.py); (expected X!): it deviates from it.</p>"),
              _reasons_html(results)]
     fixture = [r for r in results if cell_of(r)[1] == FIXTURE]
@@ -221,7 +234,7 @@ def render_markdown(report: dict, out_dir: str | Path, plots: dict[str, bytes] |
         lines += ["**Modified thresholds** (not the checklist's defaults): " + ", ".join(
             f"{k}={v.get('value')!r} (default {v.get('default')!r})" for k, v in mod.items()), ""]
     lines += [f"- {g.get('line', '')}" for g in report.get("gates") or []]
-    lines += ["", "```", format_table(report["results"], width=120,
+    lines += ["", "```", format_table(report["results"], width=120, completeness=report.get("completeness"),
                                       order=(report.get("settings") or {}).get("estimators") or ()), "```"]
     for name, title, caption, _ in PLOTS:
         if name in plots:

@@ -5,6 +5,11 @@ A report of schema ``bt-bench-report/1`` is one JSON object::
     schema, exit_status, settings, machine, versions, thresholds, modified_thresholds,
     runs, failed_seeds, tried_seeds, estimators (provenance), gates, results   (+ e.g. source for a replay)
 
+plus, from ``pytest checks``: ``command_line`` ({argv, args, dir}: the invocation) and ``completeness`` (None when
+the session ran no checklist folder or replayed evidence; else {seeds, draws, ran_seeds, ran_draws, expected:
+[{estimator, check, units}], missing: [{estimator, check, seed, draw, nodeid, why}]}: every unit of the expected
+grid, ``bt_bench.checklist.grid``, that has no complete verdict; a check with any is INCOMPLETE).
+
 :func:`write_report` takes plain data (dicts and lists; no plugin object), so the pytest plugin and
 ``bt-bench replay`` write through the same code and this stage never imports the plugin.  ``runs``,
 ``failed_seeds`` and ``tried_seeds`` are taken only from the ``planting_gate`` self-check's metrics, never from

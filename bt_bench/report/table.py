@@ -1,6 +1,6 @@
 """The outcome matrix: which (check, estimator) cell a result belongs to, its label and key figure, and the
 terminal table (:func:`format_table`).  Cells are labelled by the gate (``bt_bench.checklist.gate``): PASS, FAIL,
-ERROR, NOT JUDGED, N/A.  Everything here reads results in :func:`canonical` order, so a table does not depend on
+ERROR, NOT JUDGED, N/A, and INCOMPLETE where the report's ``completeness`` lists units of the cell that did not run.  Everything here reads results in :func:`canonical` order, so a table does not depend on
 the order pytest (``-n 2``) delivered them in.
 """
 
@@ -25,8 +25,8 @@ FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "integrit
 FIXTURE = "(fixture)"  # the one column of fixture self-checks, which are not per estimator
 # Cells are labelled by the gate (bt_bench.checklist.gate): PASS, FAIL, ERROR, NOT JUDGED, N/A.
 COLORS = {"PASS": "#cdeccd", "FAIL": "#f6c6c6", "ERROR": "#f9ddb1", "NOT JUDGED": "#f9ddb1", "N/A": "#e8e8e8",
-          "passed": "#cdeccd", "failed": "#f6c6c6", "error": "#f9ddb1", "skipped": "#e8e8e8"}
-GATE_ORDER = ("FAIL", "ERROR", "NOT JUDGED", "PASS", "N/A")
+          "INCOMPLETE": "#f6c6c6", "passed": "#cdeccd", "failed": "#f6c6c6", "error": "#f9ddb1", "skipped": "#e8e8e8"}
+GATE_ORDER = ("INCOMPLETE", "FAIL", "ERROR", "NOT JUDGED", "PASS", "N/A")
 
 
 
@@ -88,21 +88,46 @@ def canonical(results: Iterable[dict], order: Sequence[str] = ()) -> list[dict]:
     return sorted(results, key=key)
 
 
-def _cells(results: Iterable[dict], order: Sequence[str] = ()) -> tuple[list[str], list[str], dict]:
+def gaps(completeness: dict | None) -> dict[tuple[str, str], tuple[int, int]]:
+    """{(check, estimator): (missing units, expected units)} of every cell the report's ``completeness`` lists
+    units of that have no complete verdict (``bt_bench.checklist.grid``)."""
+    from bt_bench.checklist import gate
+
+    expected, missing = gate.expected_and_missing(completeness)
+    return {(c, e): (len(ms), expected.get((e, c), len(ms))) for (e, c), ms in missing.items()}
+
+
+def _cells(results: Iterable[dict], order: Sequence[str] = (), completeness: dict | None = None
+           ) -> tuple[list[str], list[str], dict]:
     """Ordered checks, ordered estimators, {(check, estimator): [results]} (each cell's results in canonical
-    order)."""
+    order; a cell with units missing from ``completeness`` is there, empty when none of its units ran)."""
     cells: dict[tuple[str, str], list[dict]] = {}
     for r in canonical(results, order):
         c, e = cell_of(r)
         cells.setdefault((c, e), []).append(r)
+    for key in gaps(completeness):
+        cells.setdefault(key, [])
     ests = sorted({e for c, e in cells if e != FIXTURE}, key=_est_rank(order))
     checks = sorted({c for c, e in cells if e != FIXTURE}, key=_check_rank)
     return checks, ests, cells
 
 
-def cell_text(results: Sequence[dict]) -> tuple[str, str]:
-    """(label, key figure) of a cell; several results show the count of the deciding outcome."""
+def cell_label(results: Sequence[dict], gap: tuple[int, int] | None = None) -> str:
+    """The gate label of a cell: INCOMPLETE when ``gap`` (missing, expected) says units are missing, else the
+    every-seed rule over its results."""
+    return "INCOMPLETE" if gap and gap[0] else _cell_outcome(results)[0]
+
+
+def cell_text(results: Sequence[dict], gap: tuple[int, int] | None = None) -> tuple[str, str]:
+    """(label, key figure) of a cell; several results show the count of the deciding outcome. ``gap``: (missing,
+    expected) units of an INCOMPLETE cell; its key figure then says what the units that ran show."""
+    if gap and gap[0]:
+        ran = ("ran: " + cell_text(results)[0].split(" (")[0]) if results else "none ran"
+        exp = next(((r.get("metrics") or {}).get("expected") for r in results
+                    if (r.get("metrics") or {}).get("expected")), None)
+        return f"INCOMPLETE {gap[0]}/{gap[1]} missing" + (f" (expected {exp.get('label')}!)" if exp else ""), ran
     from bt_bench.checklist import gate
+
     outcome, worst = _cell_outcome(results)
     label = outcome
     labels = [_label(r) for r in results]
@@ -124,7 +149,7 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
 
 
-def _matrix(checks, ests, cells, w0: int, cw: int) -> list[str]:
+def _matrix(checks, ests, cells, w0: int, cw: int, gap: dict) -> list[str]:
     def row(parts: list[list[str]]) -> list[str]:
         h = max(len(p) for p in parts)
         return [" | ".join(f"{(p[i] if i < len(p) else ''):<{w}}" for p, w in zip(parts, [w0] + [cw] * len(ests)))
@@ -135,13 +160,13 @@ def _matrix(checks, ests, cells, w0: int, cw: int) -> list[str]:
     for c in checks:
         parts = [_wrap(c, w0)]
         for e in ests:
-            label, key = cell_text(cells[(c, e)]) if (c, e) in cells else ("-", "")
+            label, key = cell_text(cells[(c, e)], gap.get((c, e))) if (c, e) in cells else ("-", "")
             parts.append(_wrap(label, cw) + (_wrap(key, cw) if key else []))
         lines += row(parts) + [sep]
     return lines
 
 
-def _by_check(checks, ests, cells, width: int) -> list[str]:
+def _by_check(checks, ests, cells, width: int, gap: dict) -> list[str]:
     """One line per cell grouped by check, for matrices too wide for the terminal."""
     ew = max((len(e) for e in ests), default=8)
     lines = []
@@ -150,7 +175,7 @@ def _by_check(checks, ests, cells, width: int) -> list[str]:
         for e in ests:
             if (c, e) not in cells:
                 continue
-            label, key = cell_text(cells[(c, e)])
+            label, key = cell_text(cells[(c, e)], gap.get((c, e)))
             head = f"  {e:<{ew}}  {label:<24}"
             wrapped = _wrap(key, max(20, width - len(head) - 1)) if key else [""]
             lines.append(f"{head} {wrapped[0]}".rstrip())
@@ -158,24 +183,27 @@ def _by_check(checks, ests, cells, width: int) -> list[str]:
     return lines
 
 
-def format_table(results: list[dict], width: int | None = None, order: Sequence[str] = ()) -> str:
+def format_table(results: list[dict], width: int | None = None, order: Sequence[str] = (),
+                 completeness: dict | None = None) -> str:
     """The terminal summary of a list of results (the report's ``results``): a matrix checks x estimators
     when it fits in ``width`` columns (default: the terminal's, clamped to 80-140), else one line per cell
     grouped by check; fixture self-checks follow in their own block; a count of cell outcomes ends it.
-    Estimators in ``order`` (e.g. the settings' estimators) come first, the others by name."""
+    Estimators in ``order`` (e.g. the settings' estimators) come first, the others by name. ``completeness``
+    (the report's): cells with units left out are INCOMPLETE, with the count of missing units."""
     width = width or min(140, max(80, shutil.get_terminal_size((120, 24)).columns))
-    checks, ests, cells = _cells(results, order)
+    checks, ests, cells = _cells(results, order, completeness)
+    gap = gaps(completeness)
     lines: list[str] = []
     if checks:
         w0 = min(24, max(len(c) for c in checks))
-        natural = max((len(x) for c in checks for e in ests if (c, e) in cells for x in cell_text(cells[(c, e)])),
-                      default=8)
+        natural = max((len(x) for c in checks for e in ests if (c, e) in cells
+                       for x in cell_text(cells[(c, e)], gap.get((c, e)))), default=8)
         for cw in range(min(30, max(natural, 12)), 15, -1):
             if w0 + (cw + 3) * len(ests) <= width:
-                lines = _matrix(checks, ests, cells, w0, cw)
+                lines = _matrix(checks, ests, cells, w0, cw, gap)
                 break
         else:
-            lines = _by_check(checks, ests, cells, width)
+            lines = _by_check(checks, ests, cells, width, gap)
     fixture = [(c, cell_text(rs)) for (c, e), rs in cells.items() if e == FIXTURE]
     if fixture:
         lines += ["", "fixture self-checks:"]
@@ -185,8 +213,8 @@ def format_table(results: list[dict], width: int | None = None, order: Sequence[
             wrapped = _wrap(key, max(20, width - len(head) - 1)) if key else [""]
             lines += [f"{head} {wrapped[0]}".rstrip()] + [" " * (len(head) + 1) + k for k in wrapped[1:]]
     counts: dict[str, int] = {}
-    for rs in cells.values():
-        o = _cell_outcome(rs)[0]
+    for key, rs in cells.items():
+        o = cell_label(rs, gap.get(key))
         counts[o] = counts.get(o, 0) + 1
     lines += ["", f"{len(cells)} cells: " + ", ".join(f"{counts[o]} {o}" for o in GATE_ORDER if o in counts)]
     uns = _unsupported(cells)

@@ -1,0 +1,146 @@
+"""The whole grid or no pass (issue 19 item 1), through the plugin as a user runs it: the real thin modules of
+``checks/`` (copied into a pytester folder, so the node ids and the parametrization are the real ones) with their
+cells replaced by synthetic verdicts and a fake ``bt_suite`` (no fixture is built). Every unit of the expected grid
+(``bt_bench.checklist.grid``) that a session leaves out (``--deselect``, ``-k``, ``--bt-seeds``) makes its check
+INCOMPLETE and the exit code nonzero; ``--bt-paper-gate`` refuses any selection before anything runs; the report
+lists the missing units and the command line. The gate's own rules are unit-tested in tests/test_gate.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+USER = "estimators.controls:RandomEstimator"  # a dotted path: a user's estimator (no declared outcomes)
+
+# checks/conftest.py of the pytester folder: every cell answers what the estimator's declaration and, for a built-in,
+# its declared outcome on tiny say (so the full grid passes / is as expected); N/A by the grid's own rule
+FAKE = '''
+import dataclasses
+import functools
+import types
+
+import pytest
+
+from bt_bench.checklist import registry
+from bt_bench.checklist.base import Verdict
+from bt_bench.checklist.expectations import expected_for
+from bt_bench.checklist.grid import not_applicable
+from bt_bench.checklist.suite import NotApplicable
+from bt_bench.estimator.registry import get_estimator
+
+PAIRED = ("seed_draw_variance", "trigger_token_alignment")  # their cells return (verdict, series)
+
+
+def _fake(spec):
+    @functools.wraps(spec.cell)  # keeps the signature the grid reads (does the cell pool the draws?)
+    def cell(suite, est, *args):
+        e = get_estimator(est)
+        why = not_applicable(spec.name, est, e.level, e.capabilities)
+        if why:
+            raise NotApplicable(why)
+        label = (expected_for("tiny", est) or {}).get(spec.name, ("PASS", ""))[0]
+        v = Verdict(spec.name, "pass" if label == "PASS" else "fail", {}, "synthetic " + label, est)
+        return (v, {}) if spec.name in PAIRED else v
+    return cell
+
+
+for _name, _spec in list(registry.CHECKS.items()):
+    registry.CHECKS[_name] = dataclasses.replace(_spec, cell=_fake(_spec))
+
+
+class _Fixture:
+    def __init__(self, seed):
+        self.seed = seed
+
+    def chosen(self, kind):
+        return 10
+
+
+@pytest.fixture(scope="session")
+def bt_suite(bt_settings):
+    return types.SimpleNamespace(fixtures=[_Fixture(i) for i in range(bt_settings.seeds)])
+'''
+
+
+@pytest.fixture
+def checklist(pytester):
+    """A pytester folder with ``checks/``: the real thin modules (one per registered check) and the fake cells."""
+    from bt_bench.checklist.registry import CHECKS
+
+    d = pytester.path / "checks"
+    d.mkdir()
+    for name in CHECKS:
+        shutil.copy(ROOT / "checks" / f"test_{name}.py", d)
+    (d / "conftest.py").write_text(FAKE)
+    return pytester
+
+
+def _run(pytester, tmp_path, *args):
+    report = tmp_path / "r.json"
+    res = pytester.runpytest_subprocess("checks", "-p", "no:cacheprovider", "--bt-report", str(report), *args)
+    doc = json.loads(report.read_text()) if report.exists() else None
+    return res, res.stdout.str(), doc
+
+
+def test_the_full_grid_passes_also_under_the_paper_gate(checklist, tmp_path):
+    """Positive control: nothing left out, nothing INCOMPLETE; the user's estimator passes, the built-in is as
+    declared, the exit code is 0 and --bt-paper-gate accepts the whole checks folder."""
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-estimator", "gas", "--bt-paper-gate")
+    assert res.ret == 0, out
+    assert f"{USER}: GATE PASS" in out and "gas: AS EXPECTED" in out and "INCOMPLETE" not in out
+    comp = doc["completeness"]
+    assert comp["missing"] == [] and comp["seeds"] == 3 and comp["draws"] == 3
+    units = {(x["estimator"], x["check"]): x["units"] for x in comp["expected"]}
+    assert units[(USER, "fluency_confound")] == 9 and (USER, "trigger_token_alignment") not in units  # N/A
+    assert units[("gas", "trigger_token_alignment")] == 3
+    assert "checks" in doc["command_line"]["args"] and "--bt-paper-gate" in doc["command_line"]["args"]
+
+
+def test_a_deselected_unit_is_incomplete_and_exits_nonzero(checklist, tmp_path):
+    ids = [f"checks/test_fluency_confound.py::test_fluency_confound[{e}-seed2-draw1]" for e in (USER, "gas")]
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-estimator", "gas",
+                         "--deselect", ids[0], "--deselect", ids[1])
+    assert res.ret == 1, out
+    assert "2 deselected" in out
+    assert f"{USER}: GATE FAIL: fluency_confound INCOMPLETE 1/9 missing (ran: PASS 8/8" in out
+    # a built-in's deselected cell does not pass its expectation comparison either
+    assert "gas: DEVIATES FROM EXPECTED: fluency_confound expected FAIL, got INCOMPLETE 1/9 missing" in out
+    assert "INCOMPLETE 1/9 missing" in out.split("GATE FAIL")[0]  # the table's cell
+    assert sorted(m["nodeid"] for m in doc["completeness"]["missing"]) == sorted(ids)
+    assert all(m["why"] == "not run" and m["seed"] == 2 and m["draw"] == 1 for m in doc["completeness"]["missing"])
+    assert doc["command_line"]["args"].count("--deselect") == 2 and ids[0] in doc["command_line"]["args"]
+    assert doc["exit_status"] == 1 and not any(g["ok"] for g in doc["gates"])
+
+
+def test_k_not_a_check_exits_nonzero(checklist, tmp_path):
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "-k", "not fluency_confound")
+    assert res.ret == 1, out
+    assert "fluency_confound INCOMPLETE 9/9 missing" in out and "GATE FAIL" in out
+    assert len(doc["completeness"]["missing"]) == 9
+
+
+def test_fewer_seeds_than_the_default_is_incomplete(checklist, tmp_path):
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-seeds", "1")
+    assert res.ret == 1, out
+    whys = {(m["check"], m["seed"], m["why"]) for m in doc["completeness"]["missing"]}
+    assert ("gradient_norm_baseline", 2, "not run") in whys
+    assert ("seed_draw_variance", None, "judged on 1 of 3 seeds (--bt-seeds 1)") in whys
+
+
+def test_paper_gate_refuses_any_selection_before_running(checklist, tmp_path):
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-paper-gate", "-k", "x", "-x",
+                         "--deselect", "checks/test_headroom.py::test_headroom", "--bt-seeds", "2",
+                         "checks/test_headroom.py")
+    err = res.stderr.str()
+    assert res.ret == pytest.ExitCode.USAGE_ERROR, out + err
+    (line,) = [ln for ln in err.splitlines() if "--bt-paper-gate refuses any test selection" in ln]
+    for what in ("-k 'x'", "-x", "--deselect checks/test_headroom.py::test_headroom", "--bt-seeds 2 (fewer than the "
+                 "default 3)", "checks/test_headroom.py (narrower than the checklist folder"):
+        assert what in line, (what, line)
+    assert doc is None  # nothing ran, nothing was written
+    res, _, _ = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-paper-gate", "-m", "slow")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR and "-m 'slow'" in res.stderr.str()
