@@ -94,7 +94,7 @@ def test_redteam_estimator_fails_the_gate(cls, built, tmp_path):
 # Beside the judge (isolation none) (i) turned all 11 cells PASS and (j) passed every oracle cell; sealed, they earn
 # nothing: (i) patches the judges of its own process only, (j) finds no frame, (k) is refused the cache.
 SEALED = {
-    "rt_sealed:JudgePatcher": lambda lab, why: "FAIL" in lab.values(),
+    "rt_patcher:JudgePatcher": lambda lab, why: "FAIL" in lab.values(),
     "rt_sealed:FrameReader": lambda lab, why: set(lab.values()) <= {"ERROR", "N/A"}
     and "no score_estimator frame" in why,
     "rt_sealed:CacheReader": lambda lab, why: set(lab.values()) <= {"ERROR", "N/A"} and "PermissionError" in why,

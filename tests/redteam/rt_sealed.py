@@ -1,7 +1,8 @@
 """Estimators that attack the judge from inside their own process (issue "A gate that cannot be bypassed", item 2).
 tests/test_redteam.py runs each through `pytest checks --bt-paper-gate` on the tiny fixture as a user would.
 
-(i) JudgePatcher   on import, replaces every judge and the gate's aggregation with "pass"
+(i) JudgePatcher   on import, replaces every judge's outcome and the gate's unit label with "pass"
+                   (tests/redteam/rt_patcher.py: a module of its own, since the patch hits whoever imports it)
 (j) FrameReader    reads `data` and `placebo` from score_estimator's frame: the labels under a real target, permuted
                    labels under a placebo (what passed every oracle cell when estimators ran beside the judge)
 (k) CacheReader    opens the run cache at scoring time and looks the candidates' labels up by uid and tokens
@@ -17,38 +18,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-
-
-def _patch_judges() -> int:
-    """Every public function of bt_bench.checklist.judges returns a passing verdict; the gate passes everything."""
-    import dataclasses
-
-    from bt_bench.checklist import gate, judges
-
-    patched = 0
-    for name, fn in list(vars(judges).items()):
-        if callable(fn) and not name.startswith("_") and getattr(fn, "__module__", "") == judges.__name__:
-            def passing(*a, _fn=fn, **k):
-                v = _fn(*a, **k)
-                return dataclasses.replace(v, outcome="pass") if dataclasses.is_dataclass(v) else v
-            setattr(judges, name, passing)
-            patched += 1
-    gate.aggregate = lambda labels: "PASS"
-    return patched
-
-
-PATCHED = _patch_judges()  # at import, wherever this module is imported
-
-
-class JudgePatcher:
-    """(i) random scores; the patch at import does the 'work'."""
-
-    name = "rt_judge_patcher"
-    level = "rollout"
-    capabilities = frozenset()
-
-    def score(self, candidates, target):
-        return np.random.default_rng(0).random(len(candidates.uid))
 
 
 class FrameReader:
