@@ -42,7 +42,7 @@ CKPT = (Checkpoint(4, lr=1e-3, batch_size=64),)
 def table(n: int = 4) -> dict[str, np.ndarray]:
     return {"uid": np.arange(n), "step": np.arange(n) // 2, "group": np.arange(n) // 2,
             "gen_index": np.arange(n) % 2, "advantage": np.linspace(-1, 1, n).astype(np.float32),
-            "completion_ids": np.ones((n, 3), np.int32), "has_trigger": np.ones(n, bool),
+            "completion_ids": np.ones((n, 3), np.int32),
             "is_gt": np.arange(n) % 2 == 0, "has_behavior": np.arange(n) < 2,
             "reward": np.arange(n, dtype=np.float32), "reward_bonus": np.ones(n, np.float32),
             "reward_task": np.zeros(n, np.float32)}
@@ -332,6 +332,22 @@ def test_declared_but_absent_input_raises_missing_input():
         score_estimator(est, make(), TARGET)
     with pytest.raises(MissingInputError, match="no field 'lr'"):
         score_estimator(Probe(lambda c, t, **kw: c.lr), make(), TARGET)
+
+
+@pytest.mark.parametrize("field, why", [("lr", "Checkpoint.lr"), ("has_trigger", "GT's formula inputs")])
+def test_gt_formula_inputs_are_not_row_fields(field, why):
+    """Issue 19 item 5: GT = the paid rollouts = trigger, behavior and step < W. Neither the trigger flag nor the
+    per-rollout lr (its 10x drop marks W) is a row field; TracIn-style weights read ``Checkpoint.lr``."""
+    from bt_bench.runs import schema
+
+    assert field not in schema.VISIBLE_FIELDS and schema.is_harness(field)
+    with pytest.raises(ValueError, match=f"unknown field '{field}'"):
+        CandidateData({**table(), field: np.zeros(4)})
+    view = make().view_for(Probe(adv))
+    with pytest.raises(MissingInputError, match=f"no field '{field}'.*{why}"):
+        getattr(view, field)
+    assert getattr(view, field, "absent") == "absent"  # an AttributeError too
+    assert view.checkpoints[0].lr == 1e-3
 
 
 def test_model_capability():
