@@ -437,15 +437,55 @@ def test_target_validation(kw, match):
 
 
 def test_target_kinds_are_the_fixtures():
-    """One list of target kinds: the fixture's stored kinds; the placebo kind is shown as in_context."""
+    """One list of target kinds: the fixture's stored kinds; both placebo kinds are shown as in_context."""
     from bt_bench.estimator import TARGET_KINDS
     from bt_bench.fixture import targets
 
     assert TARGET_KINDS is targets.TARGET_KINDS
     for kind in TARGET_KINDS:
         assert Target(kind, {0: np.zeros(3)}).kind == kind
-    assert targets.shown_kind("no_behavior") == "in_context"
-    assert {targets.shown_kind(k) for k in TARGET_KINDS} == {"sequence", "in_context", "constructed", "placebo"}
+    assert targets.shown_kind("no_behavior") == targets.shown_kind("placebo") == "in_context"
+    assert {targets.shown_kind(k) for k in TARGET_KINDS} == {"sequence", "in_context", "constructed"}
+
+
+def _defined_target() -> Target:
+    from bt_bench.estimator import TargetDefinition
+
+    ids = np.ones((2, 3), np.int32)
+    d = TargetDefinition("token", ids, ids.astype(np.int8), ids, ids.astype(np.int8), np.eye(2, 3, dtype=np.int8))
+    return Target("in_context", {4: np.array([1.0, 0.0, 0.0])}, definitions={4: d},
+                  preconditioned={4: np.array([0.0, 2.0, 0.0])})
+
+
+@pytest.mark.parametrize("caps, has_defs, has_pre", [
+    ((), False, False), ((Capability.CHECKPOINT_SKETCHES, Capability.TOKEN_SKETCHES), False, False),
+    ((Capability.OPTIMIZER_STATE,), False, True), ((Capability.MODEL,), True, False),
+    ((Capability.MODEL, Capability.OPTIMIZER_STATE), True, True)])
+def test_a_target_carries_only_what_the_capabilities_unlock(caps, has_defs, has_pre):
+    """Issue 19 item 4: the rows a target was built from tell a placebo from the real target, so only a ``model``
+    estimator (which differentiates them) gets ``definitions``; ``preconditioned`` only ``optimizer_state``."""
+    seen = []
+    est = Probe(lambda c, t, **kw: seen.append(t) or adv(c, t), caps=caps)
+    score_estimator(est, make(), _defined_target(), check_determinism=False)
+    (t,) = seen
+    assert (t.definitions is not None, t.preconditioned is not None) == (has_defs, has_pre)
+    assert t.kind == "in_context" and t.at(4).tolist() == [1.0, 0.0, 0.0]
+    if not has_defs:
+        with pytest.raises(MissingInputError, match="no definition"):
+            t.definition(4)
+
+
+def test_placebos_are_disguised_as_the_real_target():
+    """A placebo is handed over as kind in_context with the real target's norm at every checkpoint."""
+    from bt_bench.fixture import targets
+
+    real = {0: np.array([3.0, 4.0]), 8: np.array([0.0, 0.5])}
+    out, factors = targets.disguise({0: np.array([1.0, 0.0], np.float32), 8: np.array([2.0, 2.0])}, real)
+    assert {c: float(np.linalg.norm(v)) for c, v in out.items()} == pytest.approx({0: 5.0, 8: 0.5})
+    assert factors == pytest.approx({0: 5.0, 8: 0.5 / np.sqrt(8)}) and out[0].dtype == np.float32
+    zero, f = targets.disguise({0: np.zeros(2)}, real)
+    assert not zero[0].any() and f == {0: 1.0}  # nothing to rescale
+    assert all(targets.shown_kind(k) == "in_context" and targets.is_placebo(k) for k in targets.PLACEBO_KINDS)
 
 
 @pytest.mark.parametrize("kw, match", [

@@ -71,8 +71,9 @@ class ExactTokenTracIn:
 
 
 def _sketch_mean(model, spec, definition, loss) -> np.ndarray:
+    """The sketch of -grad target.loss: ``weight`` (1, or a placebo's norm-matching factor) x the rows' mean."""
     sk = Sketcher(model, spec)
-    return sk.sketch(definition.batch(), target_terms_fn(loss)).mean(0)
+    return sk.sketch(definition.batch(), target_terms_fn(loss)).mean(0) * definition.weight
 
 
 def test_target_definitions_rebuild_every_stored_target(fx):

@@ -70,6 +70,7 @@ from bt_bench.estimator.scoring import (
     fit_estimator,
     labels_allowed,
     score_estimator,
+    target_for,
     validate_scores,
 )
 from bt_bench.estimator.views import CandidateData, Candidates, Labels
@@ -116,6 +117,7 @@ __all__ = [
     "rollout_batch",
     "rollout_losses",
     "score_estimator",
+    "target_for",
     "target_loss",
     "training_candidates",
     "training_target",
