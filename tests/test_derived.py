@@ -120,7 +120,7 @@ def test_checkpoint_thresholds_are_the_checklists():
 
 def test_placebos_have_the_real_targets_rows_and_norm(derived):
     """Issue 19 item 4: each placebo is built from as many rows as the real in_context target and handed over with
-    its norm at every checkpoint (``targets.disguise``), its kind ``in_context``."""
+    its entries (so its norm) at every checkpoint (``targets.disguise``), its kind ``in_context``."""
     from bt_bench.estimator import draw_candidates
     from bt_bench.fixture.targets import PLACEBO_KINDS
 
@@ -140,6 +140,6 @@ def test_placebos_have_the_real_targets_rows_and_norm(derived):
                 if not len(real.definition(c)) or not np.any(t.at(c)):
                     continue
                 assert len(t.definition(c)) == len(real.definition(c)), (p, c)
-                assert np.linalg.norm(t.at(c)) == pytest.approx(np.linalg.norm(real.at(c)), rel=1e-5)
+                assert np.array_equal(np.sort(t.at(c)), np.sort(real.at(c)))
                 checked += 1
     assert checked >= 4

@@ -476,15 +476,21 @@ def test_a_target_carries_only_what_the_capabilities_unlock(caps, has_defs, has_
 
 
 def test_placebos_are_disguised_as_the_real_target():
-    """A placebo is handed over as kind in_context with the real target's norm at every checkpoint."""
+    """A placebo is handed over as kind in_context with the real target's entries at every checkpoint, in the
+    placebo's own order: the real norm and entry statistics, the placebo's ranking of the coordinates."""
     from bt_bench.fixture import targets
 
-    real = {0: np.array([3.0, 4.0]), 8: np.array([0.0, 0.5])}
-    out, factors = targets.disguise({0: np.array([1.0, 0.0], np.float32), 8: np.array([2.0, 2.0])}, real)
-    assert {c: float(np.linalg.norm(v)) for c, v in out.items()} == pytest.approx({0: 5.0, 8: 0.5})
-    assert factors == pytest.approx({0: 5.0, 8: 0.5 / np.sqrt(8)}) and out[0].dtype == np.float32
-    zero, f = targets.disguise({0: np.zeros(2)}, real)
-    assert not zero[0].any() and f == {0: 1.0}  # nothing to rescale
+    real = {0: np.array([3.0, -4.0, 0.0], np.float32), 8: np.array([0.0, 0.5, 0.1], np.float32)}
+    raw = {0: np.array([0.2, 0.1, -1.0], np.float32), 8: np.array([2.0, 1.0, -2.0], np.float32)}
+    out, factors = targets.disguise(raw, real)
+    assert out[0].tolist() == [3.0, 0.0, -4.0] and out[8].tolist() == pytest.approx([0.5, 0.1, 0.0])
+    for c, r in real.items():
+        assert sorted(out[c].tolist()) == sorted(r.tolist()) and out[c].dtype == np.float32
+        assert np.array_equal(np.argsort(out[c]), np.argsort(raw[c]))
+        assert np.linalg.norm(raw[c] * factors[c]) == pytest.approx(np.linalg.norm(r))  # the definition weight
+    zero, f = targets.disguise({0: np.zeros(3)}, real)
+    assert not zero[0].any() and f == {0: 1.0}  # no order to keep, nothing to rescale
+    assert not targets.disguise(raw, {0: np.zeros(3), 8: real[8]})[0][0].any()  # a zero real target: zero too
     assert all(targets.shown_kind(k) == "in_context" and targets.is_placebo(k) for k in targets.PLACEBO_KINDS)
 
 

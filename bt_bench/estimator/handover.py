@@ -2,8 +2,9 @@
 (``bt_bench.fixture.reader``) into label-walled ``CandidateData`` and the ``Target`` objects an estimator scores.
 
 The placebo targets (checks 5 and 7: ``targets.PLACEBO_KINDS``) are handed over disguised as the real
-``in_context`` target: its kind, and at every checkpoint its norm (``targets.disguise``). Which parts of a target
-an estimator then receives (definitions only for ``model``) is decided per estimator by ``score_estimator``.
+``in_context`` target: its kind, and at every checkpoint its entries, so its norm and every statistic of them
+(``targets.disguise``). Which parts of a target an estimator then receives (definitions only for ``model``) is
+decided per estimator by ``score_estimator``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def training_candidates(fixture: Any) -> CandidateData:
 def training_target(fixture: Any, kind: str = "in_context") -> Target:
     """The training-level ``kind`` target of ``fixture`` (a vector per TracIn checkpoint, draw 0), final step the
     last of them. A placebo kind (``no_behavior``, ``placebo``) is handed over disguised as the real ``in_context``
-    target (``targets.disguise``: its kind, and its norm at every checkpoint)."""
+    target (``targets.disguise``: its kind, and its entries at every checkpoint)."""
     kinds = (kind, DISGUISED_AS) if is_placebo(kind) else (kind,)
     vectors = fixture.training_targets(kinds)
     pre = fixture.training_preconditioned_targets(kinds)
@@ -47,8 +48,9 @@ def _target(kind: str, vectors: Mapping[str, Mapping[int, np.ndarray]],
             pre: Mapping[str, Mapping[int, np.ndarray]], **kw: Any) -> Target:
     """The ``Target`` an estimator is handed for the stored ``kind`` (``vectors``/``pre``: {stored kind: {c:
     vector}}, the real ``in_context`` one among them for a placebo). A placebo gets the real target's kind and, at
-    every checkpoint, its norm (the preconditioned vector that of the real preconditioned one); its definitions
-    carry the same factor, so ``Target.loss`` stays the loss whose -grad the handed vector sketches."""
+    every checkpoint, its entries in the placebo's order (the preconditioned vector those of the real preconditioned
+    one); each definition carries the factor that gives the raw placebo the real norm (``weight``), so
+    ``Target.loss`` is the placebo's own loss at the handed norm."""
     vec, factors, p = vectors[kind], None, pre.get(kind) or None
     if is_placebo(kind):
         vec, factors = disguise(vec, vectors[DISGUISED_AS])

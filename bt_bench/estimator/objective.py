@@ -41,8 +41,8 @@ class TargetDefinition:
 
     ``loss``: "token" (-sum of log-probs at ``token_mask``) or "sequence" (-mean log-prob of the completion);
     ``temperature``: the run's sampling temperature (log-probs of logits / temperature, as trl takes them);
-    ``weight``: the factor on the mean (1 except for a placebo, rescaled to the real target's norm:
-    ``bt_bench.fixture.targets.disguise``). Arrays are read-only copies: ids [R, L], masks [R, L]. R = 0 where the
+    ``weight``: the factor on the mean (1 except for a placebo: the factor that gives it the real target's norm;
+    its handed vector is that rescaled sketch with its entries rearranged, ``bt_bench.fixture.targets.disguise``). Arrays are read-only copies: ids [R, L], masks [R, L]. R = 0 where the
     target is the zero vector."""
 
     loss: str

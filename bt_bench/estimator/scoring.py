@@ -210,7 +210,7 @@ def score_estimator(estimator: Estimator, data: CandidateData, target: Target, *
     """Score ``data`` against ``target`` and validate the result; every failure is an ``EstimatorError``.
 
     ``placebo``: ``target`` is a placebo (the caller hands it over disguised as the real target: its kind and
-    norm, ``bt_bench.estimator.handover``). Only the labels a test-only control receives change: every
+    entries, ``bt_bench.estimator.handover``). Only the labels a test-only control receives change: every
     label array is permuted by one seeded permutation (``PLACEBO_SEED``), so the oracle's scores become a
     random relabeling, uninformative but never constant. An estimator declaring ``labels`` that is not a
     ``TEST_ONLY`` control raises ``LabelsRefusedError``. The estimator gets ``target_for(estimator, target)``.
