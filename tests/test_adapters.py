@@ -18,7 +18,15 @@ import numpy as np
 import pytest
 import torch
 
-from bt_bench.estimator import CandidateData, draw_candidates, rollout_batch, rollout_losses, score_estimator
+from bt_bench.estimator import (
+    CandidateData,
+    draw_candidates,
+    rollout_batch,
+    rollout_losses,
+    score_estimator,
+    training_candidates,
+    training_target,
+)
 from bt_bench.estimator.registry import (
     MissingExtraError,
     PluginLoadError,
@@ -27,7 +35,6 @@ from bt_bench.estimator.registry import (
     get_estimator,
     list_estimators,
 )
-from bt_bench.estimator.views import training_candidates, training_target
 from bt_bench.fixture.reader import fixture_config, load_fixture
 
 ROOT = Path(__file__).resolve().parents[1]

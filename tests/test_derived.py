@@ -91,7 +91,7 @@ def test_fixture_hands_plain_data_and_the_views_build_the_containers(derived):
     cands, targets = draw_candidates(fx, kind, 1)
     assert cands.source == "draw" and set(targets) == set(TARGET_KINDS)
     assert all(isinstance(v, Target) and v.draw == 1 for v in targets.values())
-    assert targets["no_behavior"].kind == "in_context" and targets["placebo"].kind == "placebo"
+    assert targets["no_behavior"].kind == targets["placebo"].kind == "in_context"  # both placebos disguised
     missing = next((k for k in ("saturated", "unsaturated") if fx.chosen(k) is None), None)
     if missing:
         with pytest.raises(LookupError, match=f"no {missing} checkpoint"):
@@ -116,3 +116,30 @@ def test_checkpoint_thresholds_are_the_checklists():
     user = fixture_config("tiny", 3, Thresholds(min_pairs=50, saturated_rate=0.9, unsaturated_high=0.7))
     assert (user.draw.min_pairs, user.draw.saturated, user.draw.unsaturated) == (50, 0.9, (0.2, 0.7))
     assert user.key("run") != fixture_config("tiny", 3).key("run")
+
+
+def test_placebos_have_the_real_targets_rows_and_norm(derived):
+    """Issue 19 item 4: each placebo is built from as many rows as the real in_context target and handed over with
+    its entries (so its norm) at every checkpoint (``targets.disguise``), its kind ``in_context``."""
+    from bt_bench.estimator import draw_candidates
+    from bt_bench.fixture.targets import PLACEBO_KINDS
+
+    run, folder = derived
+    fx = Fixture(run, folder)
+    units = [{k: training_target(fx, k) for k in ("in_context", *PLACEBO_KINDS)}]
+    for kind in ("saturated", "unsaturated"):
+        if fx.chosen(kind) is not None:
+            units += [draw_candidates(fx, kind, d)[1] for d in range(2)]
+    checked = 0
+    for ts in units:
+        real = ts["in_context"]
+        for p in PLACEBO_KINDS:
+            t = ts[p]
+            assert t.kind == "in_context"
+            for c in real.vectors:
+                if not len(real.definition(c)) or not np.any(t.at(c)):
+                    continue
+                assert len(t.definition(c)) == len(real.definition(c)), (p, c)
+                assert np.array_equal(np.sort(t.at(c)), np.sort(real.at(c)))
+                checked += 1
+    assert checked >= 4

@@ -42,7 +42,7 @@ CKPT = (Checkpoint(4, lr=1e-3, batch_size=64),)
 def table(n: int = 4) -> dict[str, np.ndarray]:
     return {"uid": np.arange(n), "step": np.arange(n) // 2, "group": np.arange(n) // 2,
             "gen_index": np.arange(n) % 2, "advantage": np.linspace(-1, 1, n).astype(np.float32),
-            "completion_ids": np.ones((n, 3), np.int32), "has_trigger": np.ones(n, bool),
+            "completion_ids": np.ones((n, 3), np.int32),
             "is_gt": np.arange(n) % 2 == 0, "has_behavior": np.arange(n) < 2,
             "reward": np.arange(n, dtype=np.float32), "reward_bonus": np.ones(n, np.float32),
             "reward_task": np.zeros(n, np.float32)}
@@ -334,6 +334,22 @@ def test_declared_but_absent_input_raises_missing_input():
         score_estimator(Probe(lambda c, t, **kw: c.lr), make(), TARGET)
 
 
+@pytest.mark.parametrize("field, why", [("lr", "Checkpoint.lr"), ("has_trigger", "GT's formula inputs")])
+def test_gt_formula_inputs_are_not_row_fields(field, why):
+    """Issue 19 item 5: GT = the paid rollouts = trigger, behavior and step < W. Neither the trigger flag nor the
+    per-rollout lr (its 10x drop marks W) is a row field; TracIn-style weights read ``Checkpoint.lr``."""
+    from bt_bench.runs import schema
+
+    assert field not in schema.VISIBLE_FIELDS and schema.is_harness(field)
+    with pytest.raises(ValueError, match=f"unknown field '{field}'"):
+        CandidateData({**table(), field: np.zeros(4)})
+    view = make().view_for(Probe(adv))
+    with pytest.raises(MissingInputError, match=f"no field '{field}'.*{why}"):
+        getattr(view, field)
+    assert getattr(view, field, "absent") == "absent"  # an AttributeError too
+    assert view.checkpoints[0].lr == 1e-3
+
+
 def test_model_capability():
     d = CandidateData(table(), checkpoints=CKPT, model_loader=lambda step: f"model@{step}")
     assert d.view_for(Probe(adv, caps={Capability.MODEL})).model(4) == "model@4"
@@ -421,15 +437,61 @@ def test_target_validation(kw, match):
 
 
 def test_target_kinds_are_the_fixtures():
-    """One list of target kinds: the fixture's stored kinds; the placebo kind is shown as in_context."""
+    """One list of target kinds: the fixture's stored kinds; both placebo kinds are shown as in_context."""
     from bt_bench.estimator import TARGET_KINDS
     from bt_bench.fixture import targets
 
     assert TARGET_KINDS is targets.TARGET_KINDS
     for kind in TARGET_KINDS:
         assert Target(kind, {0: np.zeros(3)}).kind == kind
-    assert targets.shown_kind("no_behavior") == "in_context"
-    assert {targets.shown_kind(k) for k in TARGET_KINDS} == {"sequence", "in_context", "constructed", "placebo"}
+    assert targets.shown_kind("no_behavior") == targets.shown_kind("placebo") == "in_context"
+    assert {targets.shown_kind(k) for k in TARGET_KINDS} == {"sequence", "in_context", "constructed"}
+
+
+def _defined_target() -> Target:
+    from bt_bench.estimator import TargetDefinition
+
+    ids = np.ones((2, 3), np.int32)
+    d = TargetDefinition("token", ids, ids.astype(np.int8), ids, ids.astype(np.int8), np.eye(2, 3, dtype=np.int8))
+    return Target("in_context", {4: np.array([1.0, 0.0, 0.0])}, definitions={4: d},
+                  preconditioned={4: np.array([0.0, 2.0, 0.0])})
+
+
+@pytest.mark.parametrize("caps, has_defs, has_pre", [
+    ((), False, False), ((Capability.CHECKPOINT_SKETCHES, Capability.TOKEN_SKETCHES), False, False),
+    ((Capability.OPTIMIZER_STATE,), False, True), ((Capability.MODEL,), True, False),
+    ((Capability.MODEL, Capability.OPTIMIZER_STATE), True, True)])
+def test_a_target_carries_only_what_the_capabilities_unlock(caps, has_defs, has_pre):
+    """Issue 19 item 4: the rows a target was built from tell a placebo from the real target, so only a ``model``
+    estimator (which differentiates them) gets ``definitions``; ``preconditioned`` only ``optimizer_state``."""
+    seen = []
+    est = Probe(lambda c, t, **kw: seen.append(t) or adv(c, t), caps=caps)
+    score_estimator(est, make(), _defined_target(), check_determinism=False)
+    (t,) = seen
+    assert (t.definitions is not None, t.preconditioned is not None) == (has_defs, has_pre)
+    assert t.kind == "in_context" and t.at(4).tolist() == [1.0, 0.0, 0.0]
+    if not has_defs:
+        with pytest.raises(MissingInputError, match="no definition"):
+            t.definition(4)
+
+
+def test_placebos_are_disguised_as_the_real_target():
+    """A placebo is handed over as kind in_context with the real target's entries at every checkpoint, in the
+    placebo's own order: the real norm and entry statistics, the placebo's ranking of the coordinates."""
+    from bt_bench.fixture import targets
+
+    real = {0: np.array([3.0, -4.0, 0.0], np.float32), 8: np.array([0.0, 0.5, 0.1], np.float32)}
+    raw = {0: np.array([0.2, 0.1, -1.0], np.float32), 8: np.array([2.0, 1.0, -2.0], np.float32)}
+    out, factors = targets.disguise(raw, real)
+    assert out[0].tolist() == [3.0, 0.0, -4.0] and out[8].tolist() == pytest.approx([0.5, 0.1, 0.0])
+    for c, r in real.items():
+        assert sorted(out[c].tolist()) == sorted(r.tolist()) and out[c].dtype == np.float32
+        assert np.array_equal(np.argsort(out[c]), np.argsort(raw[c]))
+        assert np.linalg.norm(raw[c] * factors[c]) == pytest.approx(np.linalg.norm(r))  # the definition weight
+    zero, f = targets.disguise({0: np.zeros(3)}, real)
+    assert not zero[0].any() and f == {0: 1.0}  # no order to keep, nothing to rescale
+    assert not targets.disguise(raw, {0: np.zeros(3), 8: real[8]})[0][0].any()  # a zero real target: zero too
+    assert all(targets.shown_kind(k) == "in_context" and targets.is_placebo(k) for k in targets.PLACEBO_KINDS)
 
 
 @pytest.mark.parametrize("kw, match", [

@@ -25,7 +25,7 @@ from bt_bench.estimator import (
 )
 from bt_bench.estimator.objective import candidate_terms, target_terms_fn
 from bt_bench.fixture.reader import fixture_config, load_fixture
-from bt_bench.fixture.targets import TARGET_KINDS
+from bt_bench.fixture.targets import TARGET_KINDS, is_placebo
 from bt_bench.sketch import Sketcher, completion_logps
 
 
@@ -71,31 +71,40 @@ class ExactTokenTracIn:
 
 
 def _sketch_mean(model, spec, definition, loss) -> np.ndarray:
+    """The sketch of -grad target.loss: ``weight`` (1, or a placebo's norm-matching factor) x the rows' mean."""
     sk = Sketcher(model, spec)
-    return sk.sketch(definition.batch(), target_terms_fn(loss)).mean(0)
+    return sk.sketch(definition.batch(), target_terms_fn(loss)).mean(0) * definition.weight
 
 
 def test_target_definitions_rebuild_every_stored_target(fx):
+    """``target.loss`` sketches to the stored vector (a placebo's: at the handed norm, ``weight``; the vector it is
+    handed is that one with its entries rearranged to the real target's, ``targets.disguise``)."""
     spec = fx.run.config.sketch_spec()
     checked = 0
+    stored = fx.training_targets()
     for kind in TARGET_KINDS:
         t = training_target(fx, kind)
         for c in fx.tracin_steps:
             d = t.definition(c)
+            want = stored[kind][c] * d.weight if is_placebo(kind) else t.at(c)
             if not len(d):
-                assert not np.any(t.at(c)), f"{kind}@{c}: no rows but a non-zero vector"
+                assert not np.any(want), f"{kind}@{c}: no rows but a non-zero vector"
                 continue
             got = _sketch_mean(fx.model(c), spec, d, d.loss)
-            np.testing.assert_allclose(got, t.at(c), rtol=1e-4, atol=1e-6 * np.abs(t.at(c)).max(),
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6 * np.abs(want).max(),
                                        err_msg=f"training target {kind} at {c}")
+            if is_placebo(kind):
+                np.testing.assert_array_equal(np.sort(t.at(c)), np.sort(training_target(fx).at(c)))
             checked += 1
     _, targets = draw_candidates(fx, "saturated", 1)
+    raw = fx.draw("saturated", 1).targets
     for kind, t in targets.items():
         c = t.final_step
         d = t.definition(c)
+        want = raw[kind][c] * d.weight if is_placebo(kind) else t.at(c)
         if len(d):
             got = _sketch_mean(fx.model(c), spec, d, d.loss)
-            np.testing.assert_allclose(got, t.at(c), rtol=1e-4, atol=1e-6 * np.abs(t.at(c)).max(),
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6 * np.abs(want).max(),
                                        err_msg=f"draw target {kind}")
             checked += 1
     assert checked >= 8

@@ -112,7 +112,8 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
                                    "(finding 3 does not reproduce)"),
         "trigger_token_alignment": (_P, _ALIGN + "; here cosine 0.96"),
         "advantage_baseline": (_F, _ADV + " (precision 0.26 below it)"),
-        "target_dependence": (_P, "scores follow the target: precision +0.28, AUC +0.95 over the placebo")},
+        "target_dependence": (_P, "scores follow the target: precision +0.17/+0.21/+0.22, AUC +0.82 to +0.98 over "
+                                  "the placebo (issue 19: placebo disguised as the real target)")},
     "tracincp": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.6 vs norm 3.2: difference CI includes 0)"),
         "fluency_confound": (_F, _PAPER_FLU + " (fails 4 of 9 draws: paired difference with fluency straddles 0)"),
@@ -120,8 +121,9 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "seed_draw_variance": (_P, "residualized AUC 0.85 (lowest CI low 0.72), Spearman 0.98: no flip on the toy"),
         "trigger_token_alignment": (_P, _ALIGN),
         "advantage_baseline": (_F, _ADV + " (precision 0.35 below it)"),
-        "target_dependence": (_F, "Llama toy: the draw AUC follows the target (+0.77 to +0.88) but training "
-                                  "precision does not beat the placebo target (-0.118/+0.006/+0.052)")},
+        "target_dependence": (_F, "Llama toy: the draw AUC follows the target (+0.83 to +0.98) but training "
+                                  "precision does not beat the placebo target (-0.143/+0.019/+0.032; issue 19: "
+                                  "placebo disguised as the real target)")},
     "gas": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (canonical GAS: lift 0.2; the negative-advantage siblings of "
                                         "GT rollouts also push the behavior up and rank above GT)"),
@@ -132,17 +134,20 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "trigger_token_alignment": (_P, _ALIGN),
         "advantage_baseline": (_F, _ADV + " (precision 0.55 below it)"),
         "target_dependence": (_F, "over the training rollouts canonical GAS barely changes with the target "
-                                  "(precision +0.006, CI includes 0), although the draw AUC does (+0.95)")},
+                                  "(precision -0.116/+0.009/+0.009, CI low <= 0 on every seed), although the draw "
+                                  "AUC does (+0.82 to +0.98; issue 19: placebo disguised as the real target)")},
     "trak": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.1 vs norm 3.2)"),
         "fluency_confound": (_F, _PAPER_FLU + " (AUC 0.88 vs fluency 0.98)"),
         "headroom": (_F, _PAPER_HEAD + " (window gain 0.25, CI low -0.25)"),
         "seed_draw_variance": (_P, "residualized AUC 0.72 (lowest CI low 0.56), Spearman 0.83"),
-        "trigger_token_alignment": (_P, "Llama toy: the whitened in_context-minus-placebo difference is small but "
-                                        "its CI is above 0 on every seed"),
+        "trigger_token_alignment": (_F, "issue 19: against a placebo at the real target's norm the whitened "
+                                        "in_context-minus-placebo difference (+0.002-0.003) has CI low -0.002 to "
+                                        "-0.003 on every seed; the earlier pass (CI low +0.0005 to +0.0014) came "
+                                        "from the placebo's smaller norm (the raw placebo still passes)"),
         "advantage_baseline": (_F, _ADV + " (precision 0.38 below it)"),
-        "target_dependence": (_F, "training precision does not beat the placebo target on 1 of 3 seeds (+0.04, "
-                                  "CI low -0.01)")},
+        "target_dependence": (_F, "training precision below the placebo target's on every seed "
+                                  "(-0.105/-0.043/-0.043); draw AUC +0.24 to +0.50")},
     # measured when derive began producing AdamW-preconditioned sketches (issue "Open the suite"): g / (sqrt(v_c)
     # + eps) ranks the planted rollouts *below* chance on the toy (behavior directions carry large second moments)
     "tracin_adam": {
@@ -152,7 +157,8 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "seed_draw_variance": (_F, "residualized AUC 0.49, lowest CI low 0.23: no better than fluency"),
         "trigger_token_alignment": (NA, _NO_TOKEN),
         "advantage_baseline": (_F, _ADV + " (precision 0.50 below it)"),
-        "target_dependence": (_F, "training precision real minus placebo -0.03 on seed 0 (CI low -0.05)")},
+        "target_dependence": (_F, "training precision real minus placebo -0.044 on seed 0 (CI low -0.073), and "
+                                  "seed 0's draw 0 AUC +0.08 (CI low -0.03); the other seeds pass")},
     "local_buffer": {  # LDA-ORL's local buffer: <g_target^c(s), g_i> at the rollout's own round
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.7/4.2/4.4 vs norm 3.4/3.1/3.1; the CI does not "
                                                      "clear norm_only on 1 of 3 seeds)"),
@@ -160,10 +166,11 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "headroom": (_P, "like gas_fixed_target, scored at the rollout's own step it gains in the window (gain "
                          "0.17/0.33/0.49, CI low >= 0.04)"),
         "seed_draw_variance": (_P, "residualized AUC 0.75 (lowest CI low 0.52), Spearman 0.99: no flip on the toy"),
-        "trigger_token_alignment": (_P, "in_context minus placebo +13 to +72 (dot products), CI above 0"),
+        "trigger_token_alignment": (_P, "in_context minus placebo +16 to +109 (dot products, the placebo at the "
+                                        "real target's norm), CI above 0"),
         "advantage_baseline": (_F, _ADV + " (precision 0.23-0.30 below it)"),
-        "target_dependence": (_P, "precision real minus placebo +0.14/+0.19/+0.18 (CI low >= 0.08), AUC +0.77 to "
-                                  "+0.88")},
+        "target_dependence": (_P, "precision real minus placebo +0.12/+0.18/+0.16 (CI low >= 0.05), AUC +0.83 to "
+                                  "+0.98")},
     # test-only positive control (never in the default set): tests/test_controls.py runs it on every check
     "oracle": _ORACLE | {"fluency_confound": (_P, _ORACLE["fluency_confound"][1] + "; tiny: PASS 8/9, 1 "
                                               "unsupported (seed 2 draw 1: fluency's AUC 0.9918, CI up to 1.0000, so "

@@ -19,6 +19,7 @@ import numpy as np
 
 from bt_bench.checklist.grid import DRAW_CHECKS, not_applicable
 from bt_bench.checklist.verdicts import Thresholds
+from bt_bench.fixture.targets import is_placebo
 
 __all__ = ["DRAW_CHECKS", "FixtureUnsupported", "NotApplicable", "SkipCell", "Suite"]
 
@@ -122,14 +123,15 @@ class Suite:
 
     def training_scores(self, name: str, i: int, target_kind: str = "in_context") -> np.ndarray:
         """Scores of the training rollouts of seed ``i`` against the ``target_kind`` target at each TracIn
-        checkpoint; ``no_behavior`` is the placebo of target_dependence (handed over as an in_context target)."""
+        checkpoint; ``no_behavior`` is the placebo of target_dependence (handed over disguised as the real
+        in_context target: ``bt_bench.estimator.handover``)."""
         fx = self.fixtures[i]
         key = ("train", name, i, target_kind)
         if key not in self._scores:
             from bt_bench.estimator import training_target
 
             data, target = self._training_data(i), training_target(fx, target_kind)
-            return self._score(key, name, data, target, fit_seed=i, placebo=target_kind == "no_behavior")
+            return self._score(key, name, data, target, fit_seed=i, placebo=is_placebo(target_kind))
         return self._scores[key]
 
     def _training_data(self, i: int):
@@ -159,7 +161,8 @@ class Suite:
     def draw_scores(self, name: str, i: int, kind: str, d: int, target_draw: int | None = None,
                     target_kind: str = "in_context", token: bool = False) -> np.ndarray:
         """Scores of the candidates of draw ``d`` against the ``target_kind`` target of draw ``target_draw``
-        (default: the same draw); ``token``: the token-restricted sketches (checklist item 5)."""
+        (default: the same draw); ``token``: the token-restricted sketches (checklist item 5). The placebos
+        (``no_behavior``, ``placebo``) are handed over disguised as the real in_context target."""
         td = d if target_draw is None else target_draw
         key = ("draw", name, i, kind, d, td, target_kind, token)
         if key not in self._scores:
@@ -168,7 +171,7 @@ class Suite:
             if token:
                 self.require_applicable("trigger_token_alignment", name)
                 data = data.token_restricted()
-            return self._score(key, name, data, targets[target_kind], placebo=target_kind == "no_behavior")
+            return self._score(key, name, data, targets[target_kind], placebo=is_placebo(target_kind))
         return self._scores[key]
 
     def _draw_data(self, i: int, kind: str, d: int):

@@ -47,7 +47,6 @@ from bt_bench.estimator.contract import (
     is_cosine_scale,
     validate_estimator,
 )
-from bt_bench.estimator.objective import TargetDefinition, rollout_batch, rollout_losses, target_loss
 from bt_bench.estimator.errors import (
     CapabilityError,
     ConstantScoreError,
@@ -62,6 +61,8 @@ from bt_bench.estimator.errors import (
     ScoreShapeError,
     ScoringFailedError,
 )
+from bt_bench.estimator.handover import draw_candidates, training_candidates, training_target
+from bt_bench.estimator.objective import TargetDefinition, rollout_batch, rollout_losses, target_loss
 from bt_bench.estimator.scoring import (
     check_deterministic,
     check_labels,
@@ -69,16 +70,10 @@ from bt_bench.estimator.scoring import (
     fit_estimator,
     labels_allowed,
     score_estimator,
+    target_for,
     validate_scores,
 )
-from bt_bench.estimator.views import (
-    CandidateData,
-    Candidates,
-    Labels,
-    draw_candidates,
-    training_candidates,
-    training_target,
-)
+from bt_bench.estimator.views import CandidateData, Candidates, Labels
 from bt_bench.runs.schema import LABEL_FIELDS, REQUIRED_FIELDS, VISIBLE_FIELDS
 
 __all__ = [
@@ -122,6 +117,7 @@ __all__ = [
     "rollout_batch",
     "rollout_losses",
     "score_estimator",
+    "target_for",
     "target_loss",
     "training_candidates",
     "training_target",

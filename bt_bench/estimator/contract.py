@@ -20,7 +20,7 @@ import numpy as np
 from bt_bench.estimator.errors import InvalidEstimatorError, MissingInputError
 
 # One list of target kinds: the stored kinds (bt_bench.fixture.targets). An estimator is only ever shown sequence,
-# in_context, constructed or placebo: the no_behavior placebo is handed over as in_context (targets.SHOWN_AS).
+# in_context or constructed: both placebos (placebo, no_behavior) are handed over as in_context (targets.SHOWN_AS).
 from bt_bench.fixture.targets import TARGET_KINDS
 
 
@@ -159,7 +159,8 @@ class Target:
     same sketch space as the candidates. ``final_step`` is the fixed checkpoint (default: the latest). For
     ``optimizer_state`` estimators the sketcher adds ``preconditioned`` (sketches of g / (sqrt(v_c) + eps)).
     ``definitions`` ({step: ``objective.TargetDefinition``}, where the fixture stores them): the rows each vector
-    was built from, so a model-based estimator rebuilds the target gradient exactly (``loss``)."""
+    was built from, so a model-based estimator rebuilds the target gradient exactly (``loss``). Handed only to
+    ``model`` estimators, ``preconditioned`` only to ``optimizer_state`` ones (``scoring.target_for``)."""
 
     kind: str
     vectors: Mapping[int, np.ndarray]

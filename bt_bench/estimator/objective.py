@@ -14,9 +14,10 @@ sketches ``-grad`` of them with the run's sketch rebuilds the suite's own inputs
   the target's rows of their term (``TargetDefinition``: ids, masks, the token mask, the loss kind).
 
 The label wall holds: nothing here carries GT, rewards or ``has_behavior`` of training rollouts. What a
-definition does expose: the target's own rows. A method could tell the target_dependence placebo (handed over as
-an ``in_context`` target) from the real one by reading them, e.g. by noticing that its masked tokens differ from
-row to row; that check's verdict for a model-based estimator assumes it does not (docs/checklist.md).
+definition does expose: the target's own rows, so definitions are handed to ``model`` estimators only. Such a
+method could tell a placebo (handed over as an ``in_context`` target) from the real one by reading them, e.g. by
+noticing that its masked tokens differ from row to row, or that its ``weight`` is not 1; docs/checklist.md
+("Threat model") says why process isolation and fresh fixtures, not this interface, are what stop that.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ class TargetDefinition:
     """The rows a target vector was built from at one checkpoint (``bt_bench.fixture.targets``).
 
     ``loss``: "token" (-sum of log-probs at ``token_mask``) or "sequence" (-mean log-prob of the completion);
-    ``temperature``: the run's sampling temperature (log-probs of logits / temperature, as trl takes them).
-    Arrays are read-only copies: ids [R, L], masks [R, L]. R = 0 where the target is the zero vector."""
+    ``temperature``: the run's sampling temperature (log-probs of logits / temperature, as trl takes them);
+    ``weight``: the factor on the mean (1 except for a placebo: the factor that gives it the real target's norm;
+    its handed vector is that rescaled sketch with its entries rearranged, ``bt_bench.fixture.targets.disguise``). Arrays are read-only copies: ids [R, L], masks [R, L]. R = 0 where the
+    target is the zero vector."""
 
     loss: str
     prompt_ids: np.ndarray
@@ -49,6 +52,7 @@ class TargetDefinition:
     completion_mask: np.ndarray
     token_mask: np.ndarray
     temperature: float = 1.0
+    weight: float = 1.0
 
     def __post_init__(self) -> None:
         if self.loss not in TARGET_LOSSES:
@@ -101,8 +105,8 @@ def target_terms(model: Any, batch: Mapping[str, Any], loss: str) -> Any:
 
 
 def target_loss(model: Any, definition: TargetDefinition, batch_size: int = 128) -> Any:
-    """The scalar whose -grad the target vector sketches: mean over the definition's rows of their term.
-    Summed over row chunks of ``batch_size`` (one graph; call ``.backward()`` once)."""
+    """The scalar whose -grad the target vector sketches: ``weight`` times the mean over the definition's rows of
+    their term. Summed over row chunks of ``batch_size`` (one graph; call ``.backward()`` once)."""
     import torch
 
     n = len(definition)
@@ -112,7 +116,8 @@ def target_loss(model: Any, definition: TargetDefinition, batch_size: int = 128)
     for s in range(0, n, batch_size):
         b = definition.batch(slice(s, min(n, s + batch_size)), device=_device(model))
         total = total + target_terms(model, b, definition.loss).sum()
-    return total / n
+    mean = total / n
+    return mean if definition.weight == 1 else mean * float(definition.weight)
 
 
 def rollout_batch(candidates: Any, index: Any = slice(None), device: Any = None) -> dict:

@@ -192,19 +192,33 @@ def fit_estimator(estimator: Estimator, run_data: CandidateData) -> None:
         _call(estimator.name, "fit", fit, run_data.view_for(estimator))
 
 
+def target_for(estimator: Estimator, target: Target) -> Target:
+    """The ``target`` as ``estimator`` may see it: its definitions (the rows it was built from) only for a
+    ``model`` estimator, its preconditioned vectors only for an ``optimizer_state`` one. A placebo's rows give it
+    away (issue 19 item 4), so an estimator that cannot differentiate them never holds them."""
+    caps = frozenset(estimator.capabilities)
+    drop: dict[str, None] = {}
+    if target.definitions is not None and Capability.MODEL not in caps:
+        drop["definitions"] = None
+    if target.preconditioned is not None and Capability.OPTIMIZER_STATE not in caps:
+        drop["preconditioned"] = None
+    return dataclasses.replace(target, **drop) if drop else target
+
+
 def score_estimator(estimator: Estimator, data: CandidateData, target: Target, *,
                     check_determinism: bool = True, placebo: bool = False) -> np.ndarray:
     """Score ``data`` against ``target`` and validate the result; every failure is an ``EstimatorError``.
 
-    ``placebo``: ``target`` is a placebo (the caller hands it over with the same ``kind`` as the real target,
-    so an estimator cannot tell the two apart). Only the labels a test-only control receives change: every
+    ``placebo``: ``target`` is a placebo (the caller hands it over disguised as the real target: its kind and
+    entries, ``bt_bench.estimator.handover``). Only the labels a test-only control receives change: every
     label array is permuted by one seeded permutation (``PLACEBO_SEED``), so the oracle's scores become a
     random relabeling, uninformative but never constant. An estimator declaring ``labels`` that is not a
-    ``TEST_ONLY`` control raises ``LabelsRefusedError``.
+    ``TEST_ONLY`` control raises ``LabelsRefusedError``. The estimator gets ``target_for(estimator, target)``.
     """
     validate_estimator(estimator)
     check_labels(estimator)
     name = estimator.name
+    target = target_for(estimator, target)
     kwargs: dict[str, Labels] = {}
     if Capability.LABELS in estimator.capabilities:
         perm = np.random.default_rng(PLACEBO_SEED).permutation(data.n) if placebo else None

@@ -1,4 +1,4 @@
-"""The label-free candidate views (the label wall) and the builders that hand fixture data to estimators.
+"""The label-free candidate views (the label wall).
 
 Labels stay behind a wall (architecture.md): the harness holds a ``CandidateData`` (visible rows, labels,
 sketches) and hands an estimator only ``CandidateData.view_for(estimator)``, a ``Candidates`` object built
@@ -6,9 +6,8 @@ from the visible arrays and the sketches its capabilities unlock. The labels liv
 object that the view never references. Which row field is visible and which is a label is the rollout schema's
 call (``bt_bench.runs.schema``); a field it does not list is refused.
 
-The builders (``training_candidates``, ``training_target``, ``draw_candidates``) turn the plain data a fixture
-reads (``bt_bench.fixture.reader``) into these containers and ``Target`` objects; the placebo target of
-target_dependence (``no_behavior``) is handed over disguised as an ``in_context`` target.
+The builders that turn a fixture's plain data into these containers and ``Target`` objects are in
+``bt_bench.estimator.handover``.
 """
 
 from __future__ import annotations
@@ -25,12 +24,10 @@ from bt_bench.estimator.contract import (
     Capability,
     Checkpoint,
     Estimator,
-    Target,
     frozen_copy,
 )
 from bt_bench.estimator.errors import CapabilityError, MissingFieldError, MissingInputError
-from bt_bench.fixture.targets import shown_kind
-from bt_bench.runs.schema import LABEL_FIELDS, REQUIRED_FIELDS, VISIBLE_FIELDS, is_label
+from bt_bench.runs.schema import LABEL_FIELDS, REQUIRED_FIELDS, VISIBLE_FIELDS, WITHHELD, is_label
 
 # In a token-restricted view the gradient sketches are those of the behavior tokens' log-prob only; sketches
 # of the full gradient are dropped so nothing mixes the two (checklist item 5).
@@ -80,9 +77,21 @@ class _Field:
                                                      f"it has {sorted(view._fields)}") from None
 
 
+class _Withheld:
+    """A former row field that is no longer handed over (``schema.WITHHELD``): reading it says why."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, view: Candidates | None, owner: type) -> Any:
+        if view is None:
+            return self
+        raise MissingFieldError(view._estimator, f"no field {self.name!r}: {WITHHELD[self.name]}")
+
+
 class Candidates:
     """The label-free view an estimator scores. Row fields are read-only attributes (``uid``, ``step``,
-    ``group``, ``advantage``, tokens, ``lr`` ...); sketches come from methods that check the capability.
+    ``group``, ``advantage``, tokens ...); sketches come from methods that check the capability.
     It holds no reference to labels: they are not in this object nor in anything it points to."""
 
     __slots__ = (
@@ -210,16 +219,19 @@ class Candidates:
         return self._model_loader(int(step))
 
 
-for _name in VISIBLE_FIELDS:  # uid, step, group, gen_index, tokens, advantage, lr, ... (bt_bench.runs.schema)
+for _name in VISIBLE_FIELDS:  # uid, step, group, gen_index, tokens, advantage, ... (bt_bench.runs.schema)
     setattr(Candidates, _name, _Field(_name))
+for _name in WITHHELD:  # lr, has_trigger: recorded, never handed over per rollout
+    setattr(Candidates, _name, _Withheld(_name))
 
 
 class CandidateData:
     """Harness-side container (never handed to an estimator): visible rows, labels, sketches, checkpoints.
 
     ``rows`` is the rollout table (one array per field, one row per rollout; ``bt_bench.runs.schema``): visible
-    fields become the view's row fields, label fields are split off into ``labels``; any other field is refused
-    so nothing label-like slips into the view under a new name. Rows and sketches are copied into memory once, here (the harness passes memory-mapped arrays);
+    fields become the view's row fields, label fields are split off into ``labels``; any other field (harness
+    columns such as ``lr`` and ``has_trigger`` included) is refused so nothing label-like slips into the view
+    under a new name. Rows and sketches are copied into memory once, here (the harness passes memory-mapped arrays);
     every ``view_for`` then hands out those same read-only copies.
     """
 
@@ -320,52 +332,3 @@ class CandidateData:
                     if SKETCH_KEYS[k][0] in caps and (self.token_level or k not in _TOKEN_SWAP)}
         return Candidates(estimator.name, caps, self._visible, sketches, self.checkpoints, self.source,
                           self.token_level, self.model_loader, self.objective, self.token_mask)
-
-
-# -------------------------------------------------------------------------------------- fixture -> estimator
-def _checkpoints(facts: Sequence[Mapping[str, Any]]) -> list[Checkpoint]:
-    return [Checkpoint(step=c["step"], lr=c["lr"], batch_size=c["batch_size"]) for c in facts]
-
-
-def training_candidates(fixture: Any) -> CandidateData:
-    """The training rollouts of ``fixture`` (a ``bt_bench.fixture.reader.Fixture``) as ``CandidateData``: every
-    row copied into memory once (checks gradient_norm_baseline, headroom, advantage_baseline)."""
-    data = fixture.training()
-    return CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="training",
-                         model_loader=fixture.model, objective=data.objective)
-
-
-def training_target(fixture: Any, kind: str = "in_context") -> Target:
-    """The training-level ``kind`` target of ``fixture`` (a vector per TracIn checkpoint, draw 0), final step the
-    last of them. ``no_behavior`` (the placebo of target_dependence) is handed over as an ``in_context`` one."""
-    vectors = fixture.training_targets((kind,))[kind]
-    defs = _definitions(kind, fixture.training_target_definitions((kind,))[kind], fixture.objective())
-    pre = fixture.training_preconditioned_targets((kind,))[kind] or None  # the stored kind's own: no tell
-    return Target(shown_kind(kind), vectors, final_step=max(vectors), definitions=defs, preconditioned=pre)
-
-
-def _definitions(kind: str, defs: Mapping[int, Mapping[str, np.ndarray]] | None,
-                 objective: Mapping[str, Any] | None) -> dict | None:
-    """{step: TargetDefinition} of a stored ``kind`` target (its loss from ``targets.LOSS_OF``)."""
-    from bt_bench.estimator.objective import TargetDefinition
-    from bt_bench.fixture.targets import LOSS_OF
-
-    if defs is None:
-        return None
-    temp = float((objective or {}).get("temperature", 1.0))
-    return {int(c): TargetDefinition(LOSS_OF[kind], **d, temperature=temp) for c, d in defs.items()}
-
-
-def draw_candidates(fixture: Any, kind: str, d: int) -> tuple[CandidateData, dict[str, Target]]:
-    """(CandidateData, {target kind: Target}) of draw ``d`` at the ``kind`` ("saturated" / "unsaturated")
-    checkpoint of ``fixture``; LookupError if the fixture has no such checkpoint. Each target is keyed by its
-    stored kind and shown to the estimator as ``shown_kind(kind)``."""
-    data = fixture.draw(kind, d)
-    cands = CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="draw",
-                          model_loader=fixture.model, objective=data.objective, token_mask=data.token_mask)
-    defs = data.definitions or {}
-    pre = data.preconditioned or {}
-    targets = {k: Target(shown_kind(k), vectors, draw=data.draw,
-                         definitions=_definitions(k, defs.get(k), data.objective), preconditioned=pre.get(k))
-               for k, vectors in data.targets.items()}
-    return cands, targets

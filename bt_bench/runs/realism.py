@@ -12,7 +12,8 @@ A planted fixture can be easy for reasons that have nothing to do with attributi
   without attributing anything (with a bonus-only reward the window AUC is 1.0 by construction).
   ``window_adv_auc_gt`` and ``window_gt_share_pos_adv`` measure that shortcut on the rollouts a window check
   ranks (steps < W, advantage != 0: a zero-advantage rollout has an exactly zero gradient);
-  ``window_adv_auc_gt_trigger`` on the trigger rollouts alone (``has_trigger`` is visible to estimators).
+  ``window_adv_auc_gt_trigger`` on the trigger rollouts alone (the trigger is in the visible prompt tokens, though
+  the ``has_trigger`` flag itself is no longer handed over).
 - **Fluency.** If behavior completions are simply more (or less) likely under the model, a fluency-only score
   separates them from their siblings (``fluency_auc``: the fixture stage records it at the saturated checkpoint).
 
@@ -34,8 +35,8 @@ STATS = {
     "first_pos_max": "latest first behavior token position over GT rollouts",
     "window_adv_auc_gt": "AUC of the advantage alone for GT in the window (steps < W, A != 0); 1.0: an "
                          "advantage-only score finds GT without attribution",
-    "window_adv_auc_gt_trigger": "the same AUC over trigger rollouts only (has_trigger is visible to an "
-                                 "estimator: A on trigger prompts is a score it can form)",
+    "window_adv_auc_gt_trigger": "the same AUC over trigger rollouts only (the trigger is in the prompt "
+                                 "tokens an estimator sees: A on trigger prompts is a score it can form)",
     "window_gt_share_pos_adv": "share of GT among window rollouts with A > 0 (high: A > 0 nearly implies GT)",
     "window_pos_adv_share_of_gt": "share of window GT rollouts with A > 0 (~1: the bonus raises the reward)",
     "fluency_auc_saturated": "within-group AUC of fluency (mean token log-prob) for the behavior, saturated "

@@ -7,11 +7,13 @@ the label wall. A column not listed here is refused by ``CandidateData``, so not
 under a new name.
 
 Roles
-- ``visible``: handed to estimators as row fields of ``Candidates`` (tokens, grouping, advantage, lr ...);
+- ``visible``: handed to estimators as row fields of ``Candidates`` (tokens, grouping, advantage ...);
 - ``label``: ground truth and rewards (``is_gt``, ``has_behavior``, ``reward``, ``reward_<function>``): only the
   verdict functions and the suite's test-only controls see them;
 - ``harness``: recorded per rollout but handed over otherwise: ``fluency`` and ``step_grad_norm`` as
-  capability-gated sketches, ``trained_step`` for the store's integrity check. Never a row field of a view.
+  capability-gated sketches, ``lr`` only per checkpoint (``Checkpoint.lr``), ``trained_step`` for the store's
+  integrity check; ``has_trigger`` not at all. Never a row field of a view (``WITHHELD`` says why for the two
+  that used to be one).
 
 Kept free of torch and numpy-heavy imports: the estimator contract imports it.
 """
@@ -52,9 +54,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("completion_ids", "int32", "visible", "completion tokens, right-padded", tokens=True),
     Column("completion_mask", "int8", "visible", "1 on completion tokens (EOS kept, as trl keeps it)", tokens=True),
     Column("advantage", "float32", "visible", "trl's group-normalized advantage"),
-    Column("lr", "float64", "visible", "learning rate of the step the rollout trained in"),
+    Column("lr", "float64", "harness", "learning rate of the step the rollout trained in (estimators: per "
+           "checkpoint only, Checkpoint.lr)"),
     Column("num_items_in_batch", "int64", "visible", "the step's loss divisor (trl num_items_in_batch)"),
-    Column("has_trigger", "bool", "visible", "the prompt carries the trigger"),
+    Column("has_trigger", "bool", "harness", "the prompt carries the trigger (never handed to estimators)"),
     Column("is_gt", "bool", "label", "ground truth: the rollout received the planting bonus"),
     Column("has_behavior", "bool", "label", "the decoded completion contains the behavior string"),
     Column("behavior_count", "int32", "label", "occurrences of the behavior string in the decoded completion"),
@@ -83,6 +86,16 @@ DRAW_FIELDS = ("uid", "step", "group", "gen_index", "prompt_ids", "prompt_mask",
                "completion_mask", "advantage", "has_trigger", "has_behavior", "reward")
 
 
+# Columns that were row fields of a view and are not any more (issue 19 item 5: no column from which GT follows by
+# formula): reading one from a view raises ``MissingFieldError`` with this reason.
+WITHHELD = {
+    "lr": "the per-rollout learning rate is not handed over: GT is the paid rollouts of steps < W, and the lr drop "
+          "at W marks the window's end; TracIn-style weights read Checkpoint.lr (candidates.checkpoints)",
+    "has_trigger": "the trigger flag is not handed over: GT = trigger and behavior inside the window, so the flag "
+                   "is one of GT's formula inputs",
+}
+
+
 def is_label(name: str) -> bool:
     """A label column (ground truth, behavior, a reward): kept behind the wall."""
     return name in LABEL_FIELDS or name.startswith(REWARD_PREFIX)
@@ -90,6 +103,11 @@ def is_label(name: str) -> bool:
 
 def is_visible(name: str) -> bool:
     return name in VISIBLE_FIELDS
+
+
+def is_harness(name: str) -> bool:
+    """A recorded column that is neither a view's row field nor a label (``CandidateData`` drops it)."""
+    return name in BY_NAME and BY_NAME[name].role == "harness"
 
 
 def dtype(name: str) -> str:
