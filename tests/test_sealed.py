@@ -241,3 +241,49 @@ def test_paper_gate_refuses_an_unsealed_isolation(pytester):
     r = pytester.runpytest("--bt-paper-gate", "--bt-isolation", "none")
     assert r.ret != 0
     r.stderr.fnmatch_lines(["*--bt-paper-gate refuses --bt-isolation none*"])
+
+
+def test_views_and_targets_cross_the_wall_unchanged(smoke, tmp_path):
+    """Every field, sketch, checkpoint fact, objective entry and target part (definitions with their weight
+    included) decodes to what was encoded; nothing is a pickle."""
+    from bt_bench.estimator import Capability, handover, wire
+
+    fx, _ = smoke
+    data, targets = handover.draw_candidates(fx, _kind(fx), 0)
+
+    class Everything:
+        name, level = "everything", "rollout"
+        capabilities = frozenset(Capability) - {Capability.LABELS}
+
+        def score(self, candidates, target):
+            return None
+
+    view = data.view_for(Everything())
+    target = next(iter(targets.values()))
+    pool_dir, box_dir = tmp_path / "pool", tmp_path / "box"
+    box_dir.mkdir()
+    out = wire.Outbox(box_dir, wire.Pool(pool_dir))
+    enc_v, enc_t = wire.encode_view(view, out), wire.encode_target(target, out)
+    inbox = wire.Inbox(box_dir)
+    back = wire.decode_view(enc_v, inbox, model_loader=None)
+    t2 = wire.decode_target(enc_t, inbox)
+    assert back.field_names == view.field_names and len(back) == len(view)
+    for f in view.field_names:
+        assert np.array_equal(getattr(back, f), getattr(view, f)), f
+    assert set(back._sketches) == set(view._sketches) and back.checkpoints == view.checkpoints
+    assert dict(back.objective) == dict(view.objective)
+    for k, v in view._sketches.items():
+        w = back._sketches[k]
+        if isinstance(v, np.ndarray):
+            assert np.array_equal(w, v), k
+        else:
+            assert set(v) == set(w) and all(np.array_equal(np.asarray(w[s]), np.asarray(v[s])) for s in v), k
+    assert t2.kind == target.kind and t2.final_step == target.final_step and t2.draw == target.draw
+    assert all(np.array_equal(t2.vectors[s], target.vectors[s]) for s in target.vectors)
+    if target.definitions:
+        for s, d in target.definitions.items():
+            assert t2.definitions[s].weight == d.weight and t2.definitions[s].loss == d.loss
+            assert np.array_equal(t2.definitions[s].completion_ids, d.completion_ids)
+    for f in box_dir.glob("*.npy"):  # plain .npy only (model folders: config, tokenizer, safetensors)
+        np.load(f, allow_pickle=False)
+    assert {p.suffix for p in box_dir.glob("model*/*")} <= {".json", ".safetensors", ".jinja", ".txt", ""}

@@ -145,7 +145,7 @@ def encode_target(t: Target, out: Outbox) -> dict:
     if t.definitions is not None:
         from bt_bench.estimator.objective import DEFINITION_FIELDS
 
-        defs = {str(s): {"loss": x.loss, "temperature": float(x.temperature),
+        defs = {str(s): {"loss": x.loss, "temperature": float(x.temperature), "weight": float(x.weight),
                          **{f: out.array(getattr(x, f)) for f in DEFINITION_FIELDS}} for s, x in t.definitions.items()}
     pre = None if t.preconditioned is None else {str(s): out.array(v) for s, v in t.preconditioned.items()}
     return {"kind": t.kind, "vectors": {str(s): out.array(v) for s, v in t.vectors.items()},
@@ -158,7 +158,8 @@ def decode_target(d: Mapping, inbox: Inbox) -> Target:
         from bt_bench.estimator.objective import DEFINITION_FIELDS, TargetDefinition
 
         defs = {int(s): TargetDefinition(x["loss"], **{f: inbox.array(x[f]) for f in DEFINITION_FIELDS},
-                                         temperature=float(x["temperature"])) for s, x in d["definitions"].items()}
+                                         temperature=float(x["temperature"]), weight=float(x["weight"]))
+                for s, x in d["definitions"].items()}
     pre = None if d["preconditioned"] is None else {int(s): inbox.array(v) for s, v in d["preconditioned"].items()}
     return Target(d["kind"], {int(s): inbox.array(v) for s, v in d["vectors"].items()}, final_step=d["final_step"],
                   preconditioned=pre, draw=d["draw"], definitions=defs)
