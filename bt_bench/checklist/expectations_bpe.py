@@ -55,7 +55,9 @@ BPE: dict[str, dict[str, tuple[str, str]]] = {
         "headroom": (FAIL, "FAIL 6/9: gain 0.20 (lo 0.03), unsat AUC 0.60 (lo 0.54); gain 0.20 (lo 0"),
         "seed_draw_variance": (FAIL, "FAIL 1/1: resid 0.55, min lo 0.37, rho -0.14, seed share 0.34"),
         "target_dependence": (FAIL, "FAIL 1/3: prec real-placebo +0.047 (lo +0.021), AUC real-placebo +0.31 ("),
-        "trigger_token_alignment": (FAIL, "FAIL 1/3: ctx-placebo +0.81 (lo +0.52), constructed +9.64; ctx-placebo +"),
+        # FAIL 1/3 -> PASS 3/3 with the placebo handed over at the real target's norm and entries (derived format
+        # 6): its failing seed lost to a placebo whose larger norm inflated the placebo inner products
+        "trigger_token_alignment": (PASS, "PASS 3/3: ctx-placebo +1.06 (lo +0.67), constructed +9.64; ctx-placebo +"),
     },
     "norm_only": {
         "advantage_baseline": (FAIL, "FAIL 3/3: vs adv -0.219 (lo -0.300), window -0.149 (lo -0.221); vs adv -"),
@@ -100,7 +102,8 @@ BPE: dict[str, dict[str, tuple[str, str]]] = {
         "headroom": (FAIL, "FAIL 6/9: gain 0.32 (lo 0.16), unsat AUC 0.60 (lo 0.54); gain 0.32 (lo 0"),
         "seed_draw_variance": (FAIL, "FAIL 1/1: resid 0.55, min lo 0.37, rho -0.14, seed share 0.34"),
         "target_dependence": (FAIL, "FAIL 2/3: prec real-placebo +0.053 (lo +0.032), AUC real-placebo +0.04 ("),
-        "trigger_token_alignment": (FAIL, "FAIL 1/3: ctx-placebo +0.00 (lo +0.00), constructed +0.00; ctx-placebo +"),
+        # FAIL 1/3 -> PASS 3/3 with the norm- and entry-matched placebo (derived format 6), as local_buffer
+        "trigger_token_alignment": (PASS, "PASS 3/3: ctx-placebo +0.00 (lo +0.00), constructed +0.00; ctx-placebo +"),
     },
     "trak": {
         "advantage_baseline": (FAIL, "FAIL 3/3: vs adv -0.206 (lo -0.290), window -0.108 (lo -0.195); vs adv -"),
@@ -109,6 +112,6 @@ BPE: dict[str, dict[str, tuple[str, str]]] = {
         "headroom": (FAIL, "FAIL 9/9: gain 0.13 (lo 0.00), unsat AUC 0.52 (lo 0.46); gain 0.13 (lo 0"),
         "seed_draw_variance": (FAIL, "FAIL 1/1: resid 0.50, min lo 0.37, rho -0.12, seed share 0.33"),
         "target_dependence": (FAIL, "FAIL 3/3: prec real-placebo +0.010 (lo -0.008), AUC real-placebo -0.01 ("),
-        "trigger_token_alignment": (FAIL, "FAIL 3/3: ctx-placebo -0.00 (lo -0.01), constructed +0.01; ctx-placebo +"),
+        "trigger_token_alignment": (FAIL, "FAIL 1/3: ctx-placebo +0.00 (lo +0.00), constructed +0.01; ctx-placebo +"),
     },
 }
