@@ -47,6 +47,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Robustness(config, s), "bt_bench_robustness")
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Scoring processes and their files end with the session (also on an xdist worker, whose exit may skip atexit)."""
+    import sys
+
+    sealed = sys.modules.get("bt_bench.estimator.sealed")
+    if sealed is not None:
+        sealed.close_all()
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     generate_tests(metafunc)
 
