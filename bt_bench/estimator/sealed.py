@@ -148,7 +148,11 @@ class ScoringProcess:
         os.close(r_req), os.close(w_resp)
         self._wr, self._rd = os.fdopen(w_req, "w"), os.fdopen(r_resp, "r")
         sandbox = ISOLATION.mode == "sandbox" and sandbox_state()[0]
-        setup = {"sandbox": sandbox, "links": links, "excluded": list(ISOLATION.excluded)}
+        from bt_bench.runs.store import cache_root
+
+        # the default cache too: a listing or provenance process starts before any Suite names the run folders
+        excluded = sorted({*ISOLATION.excluded, str(cache_root())})
+        setup = {"sandbox": sandbox, "links": links, "excluded": excluded}
         first = self._send(setup, what="start")
         if "sandbox_error" in first:
             self.close()
