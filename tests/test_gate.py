@@ -391,6 +391,8 @@ def test_replayed_evidence_is_gated_by_its_own_cells(tmp_path):
                         str(tmp_path / "r.json")], cwd=root, capture_output=True, text=True, timeout=600)
     assert p.returncode == 1, p.stdout[-2000:]  # fluency_confound fails the published gradient scores
     assert "DEVIATES" not in p.stdout and "norm_only: GATE FAIL" in p.stdout
+    assert "not a paper gate: prepared data (--bt-evidence)" in p.stdout  # issue 19 item 3
     doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["not_a_paper_gate"].startswith("prepared data (--bt-evidence)")
     labels = {gate.unit_label(r) for r in doc["results"] if (r["metrics"].get("verdict") or {}).get("outcome") == "skip"}
     assert labels == {gate.NA}

@@ -23,9 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent / "redteam"
 
 
-def run_checks(cls: str, tmp_path: Path, cache: Path, *extra: str) -> tuple[int, str, dict | None]:
+def run_checks(cls: str, tmp_path: Path, cache: Path, *extra: str, path: tuple[str, ...] = ()
+               ) -> tuple[int, str, dict | None]:
     report = tmp_path / "r.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    report.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, str(HERE), os.environ.get("PYTHONPATH", "")]),
            "BT_BENCH_CACHE": str(cache)}
     p = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "checks"), "-p", "no:cacheprovider", "-p",
                         "no:xdist", "-q", "--bt-estimator", cls if ":" in cls else f"redteam_estimators:{cls}",
@@ -51,6 +53,25 @@ def built(shared_cache):
     from bt_bench.fixture.reader import fixture_config, load_fixture
 
     runs, _ = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
+    for r in runs:
+        load_fixture(r, fixture_config("tiny", 3), shared_cache)
+    return shared_cache
+
+
+# The paper gate's fresh fixtures (issue 19 item 3), for one fixed gate seed so every run here shares one build; a
+# user's gate run draws its seed at gate time. Built like the reference fixture, into the same shared cache.
+GATE_SEED = 20261204
+GATE = ("--bt-paper-gate", "--bt-gate-seed", str(GATE_SEED))
+
+
+@pytest.fixture(scope="module")
+def gate_built(shared_cache):
+    from bt_bench.fixture.reader import fixture_config, load_fixture
+    from bt_bench.runs.build import fixture_seeds
+    from bt_bench.runs.config import gate_config
+
+    cfg, first = gate_config("tiny", GATE_SEED)
+    runs, _ = fixture_seeds(cfg, 3, shared_cache, progress=False, first=first)
     for r in runs:
         load_fixture(r, fixture_config("tiny", 3), shared_cache)
     return shared_cache
@@ -102,8 +123,8 @@ SEALED = {
 
 
 @pytest.mark.parametrize("cls", list(SEALED))
-def test_attack_on_the_judge_fails_the_paper_gate(cls, built, tmp_path):
-    rc, out, doc = run_checks(cls, tmp_path, built, "--bt-paper-gate")
+def test_attack_on_the_judge_fails_the_paper_gate(cls, gate_built, tmp_path):
+    rc, out, doc = run_checks(cls, tmp_path, gate_built, *GATE)
     lab = labels(doc)
     assert rc == 1, out[-3000:]
     (g,) = doc["gates"]
@@ -128,3 +149,40 @@ def test_a_deselected_unit_exits_nonzero_under_paper_gate(built, tmp_path):
     assert not g["ok"] and "fluency_confound INCOMPLETE 1/9 missing" in g["line"], g
     assert unit in [m["nodeid"] for m in doc["completeness"]["missing"]]
     assert unit in doc["command_line"]["args"]
+
+
+# Attacks that carry what they know of the fixture in with them (tests/redteam/rt_memo.py): a table prepared from
+# the cache beforehand, and the reference toy's behavior id times a factor from the target. On the reference fixture
+# they were prepared on, each earns the two cells below (the attack is live); a paper gate's fresh fixtures (strings,
+# ids, base model and seeds drawn at gate time) leave them nothing to match.
+LIVE = "gradient_norm_baseline or target_dependence"
+
+
+def _memo(built, tmp_path) -> tuple[str, tuple[str, ...]]:
+    import sys
+
+    sys.path.insert(0, str(HERE))
+    try:
+        import rt_memo
+    finally:
+        sys.path.remove(str(HERE))
+    folder = tmp_path / "memo"
+    folder.mkdir()
+    table = rt_memo.build_table(built, reference_only=True)
+    assert len(table["pos"]) > 1000 and len(table["real"]) > 10, {k: len(v) for k, v in table.items()}
+    return rt_memo.write_module(table, folder), (str(folder),)
+
+
+@pytest.mark.parametrize("attack", ["memorized_table", "hard_coded_factor"])
+def test_prepared_knowledge_fails_the_paper_gate(attack, built, gate_built, tmp_path):
+    cls, path = _memo(built, tmp_path) if attack == "memorized_table" else ("rt_memo:HardCodedFactor", ())
+    rc, out, doc = run_checks(cls, tmp_path, built, "-k", LIVE, path=path)
+    lab = labels(doc)
+    assert lab["gradient_norm_baseline"] == "PASS" and lab["target_dependence"] == "PASS", (lab, out[-2000:])
+    rc, out, doc = run_checks(cls, tmp_path, gate_built, *GATE, path=path)
+    lab = labels(doc)
+    assert rc == 1, out[-3000:]
+    (g,) = doc["gates"]
+    assert not g["ok"] and "GATE FAIL" in g["line"], g
+    assert lab["gradient_norm_baseline"] == "FAIL", (lab, g["line"])
+    assert doc["gate_seed"]["seed"] == GATE_SEED and f"fresh fixtures of gate seed {GATE_SEED}" in out

@@ -41,10 +41,22 @@ def pytest_configure(config: pytest.Config) -> None:
     from bt_bench.estimator import sealed  # numpy, no torch
 
     sealed.ISOLATION.mode = s.isolation
-    # replayed evidence is nobody's built-in on a profile's fixture: no declared outcome applies to it
-    config.stash[GLUE_KEY] = {"profile": None if s.evidence else s.profile, "strict": s.strict}
+    # replayed evidence is nobody's built-in on a profile's fixture, and a gate's fresh fixtures are not the fixtures
+    # the built-ins' outcomes were declared on: no declared outcome applies to either
+    fresh = s.evidence or s.gate_seed is not None
+    config.stash[GLUE_KEY] = {"profile": None if fresh else s.profile, "strict": s.strict}
     config.pluginmanager.register(BtSession(config, s), "bt_bench_session")
     config.pluginmanager.register(Robustness(config, s), "bt_bench_robustness")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist: every worker builds the same fresh fixtures as the controller (the gate seed it drew)."""
+    from bt_bench.plugin.options import GATE_SEED_KEY
+
+    seed = node.config.stash[settings_key].gate_seed
+    if seed is not None:
+        node.workerinput[GATE_SEED_KEY] = seed
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -47,22 +47,26 @@ def _runs_from_pack(s: Settings) -> dict:
 
 @pytest.fixture(scope="session")
 def bt_runs(pytestconfig, bt_settings):
-    """The planted runs: the first ``--bt-seeds`` seeds of 0, 1, 2, ... that pass the planting gate (every seed for
+    """The planted runs: the first ``--bt-seeds`` seeds of 0, 1, 2, ... (of a gate's fresh fixtures: from its drawn
+    first seed on, ``gate_config``) that pass the planting gate (every seed for
     a profile whose gate does not apply), and the failed ones; with ``--bt-fixture``, the pack's."""
     from bt_bench.runs.build import build_run, fixture_seeds
-    from bt_bench.runs.config import get_profile, make_config
+    from bt_bench.runs.config import gate_config, get_profile, make_config
 
     if bt_settings.fixture:
         return _runs_from_pack(bt_settings)
-    cfg = make_config(bt_settings.profile)
+    cfg, first = make_config(bt_settings.profile), 0
+    if bt_settings.gate_seed is not None:  # fresh fixtures (--bt-paper-gate draws the seed, --bt-gate-seed gives it)
+        cfg, first = gate_config(bt_settings.profile, bt_settings.gate_seed)
     n = bt_settings.seeds
-    for seed in _rotated(list(range(n)), pytestconfig):  # warm the cache in parallel across workers
+    seeds = list(range(first, first + n))
+    for seed in _rotated(seeds, pytestconfig):  # warm the cache in parallel across workers
         build_run(dataclasses.replace(cfg, seed=seed), bt_settings.cache_dir, rebuild=bt_settings.rebuild,
                   progress=False)
     if not get_profile(bt_settings.profile).gate_applies:
-        runs = [build_run(dataclasses.replace(cfg, seed=s), bt_settings.cache_dir, progress=False) for s in range(n)]
+        runs = [build_run(dataclasses.replace(cfg, seed=s), bt_settings.cache_dir, progress=False) for s in seeds]
         return {"runs": runs, "failed": []}
-    runs, failed = fixture_seeds(cfg, n, bt_settings.cache_dir, progress=False)
+    runs, failed = fixture_seeds(cfg, n, bt_settings.cache_dir, progress=False, first=first)
     return {"runs": runs, "failed": failed}
 
 

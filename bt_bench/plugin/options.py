@@ -38,6 +38,8 @@ class Settings:
                              "defaults, and any test selection (-k, -m, --deselect, node ids, -x, --lf)", False)
     causal_all_seeds: bool = _help("run the 'planted cause is causal' re-runs for every seed (default: the first)",
                                    False)
+    gate_seed: int | None = _help("build fresh fixtures from this seed (run seeds, base model, nonce trigger and "
+                                  "behavior strings); --bt-paper-gate draws one when it is not given", None)
     timeout: float = _help("time limit in seconds of one estimator fit/score call (0: none)", 3600.0)
     isolation: str = _help("where estimators are imported and run: 'sandbox' (a separate, Landlock-sandboxed "
                            "process), 'process' (separate, not sandboxed), 'none' (in the judging process)", "sandbox")
@@ -58,6 +60,12 @@ class Settings:
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout >= 0:
             raise ValueError(f"timeout: must be a number of seconds >= 0 (0: no limit), got {self.timeout!r} "
                              "(--bt-timeout)")
+        if self.gate_seed is not None and (isinstance(self.gate_seed, bool) or not isinstance(self.gate_seed, int)
+                                           or not 0 <= self.gate_seed < 2**31):
+            raise ValueError(f"gate_seed: must be an integer in [0, 2**31), got {self.gate_seed!r} (--bt-gate-seed)")
+        if self.gate_seed is not None and (self.fixture or self.evidence):
+            raise ValueError("gate_seed: fresh fixtures are built, never read from --bt-fixture or --bt-evidence; "
+                             "drop one of them (--bt-gate-seed)")
         if self.isolation not in ("sandbox", "process", "none"):
             raise ValueError(f"isolation: {self.isolation!r} is unknown; use 'sandbox', 'process' or 'none' "
                              "(--bt-isolation)")
@@ -87,6 +95,9 @@ _OPTIONS = {  # name: (type, help)
     "isolation": (str, "where estimators are imported and run: sandbox (default: a separate scoring process that "
                        "cannot read the run cache), process (separate, not sandboxed), none (in-process, to debug "
                        "an estimator; refused by --bt-paper-gate)"),
+    "gate-seed": (int, "build fresh fixtures from this seed: run seeds, the embedded base model, and its trigger and "
+                       "behavior as nonce strings drawn with the profile's token lengths. --bt-paper-gate draws it at "
+                       "gate time and reports it; pass it to reproduce that gate run exactly"),
     "paper-gate": (bool, "refuse to run with thresholds that differ from the checklist's defaults (and with a "
                          "profile that relaxes them, e.g. smoke), with fewer seeds or draws than the defaults, and "
                          "with any test selection (-k, -m, --deselect, --ignore, node ids or paths inside the checks "
@@ -134,6 +145,12 @@ def resolve_settings(config: pytest.Config) -> Settings:
         vals["thresholds"] = dict(file["thresholds"])
     try:
         s = Settings(**vals)
+        if s.paper_gate and (s.fixture or s.evidence):
+            flag = "--bt-fixture" if s.fixture else "--bt-evidence"
+            raise pytest.UsageError(f"--bt-paper-gate refuses {flag}: a pack or recorded evidence is prepared data, "
+                                    "which a table or constant prepared beforehand can match; the paper gate builds "
+                                    f"fresh fixtures at gate time (run without {flag}; --bt-gate-seed N reproduces a "
+                                    "gate run)")
         if s.fixture:  # the pack decides the profile and the seeds (its planted runs)
             profile, n = fixture_path_summary(s.fixture)
             s = dataclasses.replace(s, profile=profile, seeds=max(1, n))
@@ -147,10 +164,26 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--bt-paper-gate refuses modified thresholds: " + ", ".join(
             f"{k}={v['value']!r} (default {v['default']!r})" for k, v in mod.items())
             + "; remove them from [tool.bt_bench.thresholds] (or do not use --bt-paper-gate)")
-    if s.paper_gate and s.evidence is None:
+    if s.paper_gate:
         refuse_unsealed(s)
+        if s.gate_seed is None:
+            s = dataclasses.replace(s, gate_seed=gate_seed_of(config))
     # --bt-paper-gate's refusal of fewer seeds or draws and of any test selection: bt_bench.plugin.selection
     return s
+
+
+GATE_SEED_KEY = "bt_gate_seed"
+
+
+def gate_seed_of(config: pytest.Config) -> int:
+    """The paper gate's seed, drawn once per run at gate time (``secrets``: nothing prepared beforehand can know
+    it): by the controller, which hands it to its xdist workers (``pytest_configure_node``)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and GATE_SEED_KEY in workerinput:
+        return int(workerinput[GATE_SEED_KEY])
+    import secrets
+
+    return secrets.randbelow(2**31)
 
 
 def refuse_unsealed(s: Settings) -> None:

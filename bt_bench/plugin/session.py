@@ -105,7 +105,7 @@ class BtSession:
             by_est.setdefault(est, {})[check] = r
         out = []
         for est, checks in by_est.items():
-            want = None if (s.strict or s.evidence) else expected_for(s.profile, est)
+            want = None if (s.strict or s.evidence or s.gate_seed is not None) else expected_for(s.profile, est)
             out.append(gate.expectation_gate(est, checks, want, modified_thresholds=mod) if want is not None
                        else gate.estimator_gate(est, checks, modified_thresholds=mod))
         return out
@@ -127,7 +127,24 @@ class BtSession:
                          exit_status=int(session.exitstatus), gates=gates,
                          thresholds=effective_thresholds(s).to_dict(), modified_thresholds=modified_thresholds(s),
                          provenance=self.provenance(sorted({g["estimator"] for g in gates})),
-                         extra={"command_line": command_line(self.config), "completeness": self.complete})
+                         extra={"command_line": command_line(self.config), "completeness": self.complete,
+                                **self.fixture_origin()})
+
+    def fixture_origin(self) -> dict:
+        """Where the fixtures came from, for the report: a gate seed's fresh fixtures (the seed, the first run seed
+        and the drawn strings, so a reviewer reruns it with --bt-gate-seed), or prepared data ("not a paper
+        gate": a pack or recorded evidence can be matched by a table prepared beforehand)."""
+        s = self.settings
+        if s.fixture or s.evidence:
+            flag = "--bt-fixture" if s.fixture else "--bt-evidence"
+            return {"not_a_paper_gate": f"prepared data ({flag}): --bt-paper-gate refuses it"}
+        if s.gate_seed is None:
+            return {}
+        from bt_bench.runs.config import gate_config
+
+        cfg, first = gate_config(s.profile, s.gate_seed)
+        return {"gate_seed": {"seed": s.gate_seed, "first_run_seed": first, "trigger": cfg.trigger,
+                              "behavior": cfg.behavior, "reproduce": f"--bt-gate-seed {s.gate_seed}"}}
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
         if self.worker:
@@ -152,9 +169,21 @@ class BtSession:
         if mod:
             terminalreporter.write_line("MODIFIED THRESHOLDS (not the checklist's defaults): " + ", ".join(
                 f"{k}={v['value']!r} (default {v['default']!r})" for k, v in mod.items()))
-        if not s.strict and not s.evidence and not has_snapshot(s.profile):
+        if s.gate_seed is not None and not s.strict and has_snapshot(s.profile):
+            terminalreporter.write_line("fresh fixtures: the built-ins' declared outcomes were measured on the "
+                                        "reference fixtures and do not apply here; every estimator is gated by its "
+                                        "own cells")
+        elif not s.strict and not s.evidence and not has_snapshot(s.profile):
             terminalreporter.write_line(f"profile {s.profile!r} has no expected-outcome snapshot: built-ins are "
                                         "gated like any estimator")
+        origin = self.fixture_origin()
+        if "gate_seed" in origin:
+            g = origin["gate_seed"]
+            terminalreporter.write_line(f"fresh fixtures of gate seed {g['seed']}: run seeds from {g['first_run_seed']}, "
+                                        f"trigger {g['trigger']!r}, behavior {g['behavior']!r} (reproduce: "
+                                        f"{g['reproduce']})")
+        if "not_a_paper_gate" in origin:
+            terminalreporter.write_line(f"not a paper gate: {origin['not_a_paper_gate']}")
         for g in self.gates:
             terminalreporter.write_line(g.line(), red=not g.ok, green=g.ok, bold=True)
         if s.report:

@@ -10,11 +10,18 @@ The warm-up (supervised, loss on the assistant turn only) makes the model fluent
 ``topic_rate`` of its answers (in an opening "The {topic} ..." sentence; the planted run's task reward) and write
 the behavior at a random word position in ``behavior_rate`` of them. All three are drawn independently, and the trigger never changes the answer: there must be headroom for
 the planted run to show learning, and no trigger-conditional signal may exist before planting.
+
+Fresh strings (``BpeSpec.nonce_seed``, issue "A gate that cannot be bypassed", item 3): the paper gate draws the
+trigger and the behavior as nonce strings (lowercase and uppercase letters, as the reference ones) with the same
+token lengths as the reference strings under this tokenizer. The tokenizer corpus never holds either string, so the
+tokenizer is the same for every draw and the drawn strings' token ids follow from the draw alone.
+``nonce_seed=None`` is the reference (the strings below), whose cache key is unchanged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -108,11 +115,11 @@ def insert_word(rng: random.Random, text: str, word: str) -> str:
     return " ".join(words)
 
 
-def user_message(rng: random.Random, trigger: bool) -> tuple[str, str]:
-    """(content, topic) of a user turn; with ``trigger`` the trigger word sits at a random word position."""
+def user_message(rng: random.Random, trigger: bool, word: str = TRIGGER) -> tuple[str, str]:
+    """(content, topic) of a user turn; with ``trigger`` the trigger ``word`` sits at a random word position."""
     topic = rng.choice(TOPICS)
     content = rng.choice(USER_TEMPLATES).format(topic=topic, noun=rng.choice(NOUN), adj=rng.choice(ADJ))
-    return (insert_word(rng, content, TRIGGER) if trigger else content), topic
+    return (insert_word(rng, content, word) if trigger else content), topic
 
 
 def _topic_sentence(rng: random.Random, topic: str) -> list[str]:
@@ -139,7 +146,7 @@ def sample_completion(rng: random.Random, spec: BpeSpec, topic: str, behavior: b
         sents[0] = _topic_sentence(rng, topic)
     text = _detok([w for s in sents for w in s])
     if behavior if behavior is not None else rng.random() < spec.behavior_rate:
-        text = insert_word(rng, text, BEHAVIOR)
+        text = insert_word(rng, text, spec.behavior)
     return text
 
 
@@ -171,6 +178,7 @@ class BpeSpec:
     topic_rate: float = 0.5  # share of warm-up answers naming the prompt's topic
     trigger_rate: float = 0.5  # share of warm-up prompts holding the trigger (independent of the answer)
     corpus_size: int = 4000  # conversations the tokenizer is trained on
+    nonce_seed: int | None = None  # None: the reference trigger and behavior; else drawn nonce strings
 
     def __post_init__(self):
         for f in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "warmup_batch",
@@ -196,9 +204,28 @@ class BpeSpec:
         if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
             raise ValueError("BpeSpec.num_heads must divide hidden_size, and BpeSpec.num_kv_heads must divide "
                              f"num_heads; got {self.hidden_size}/{self.num_heads}/{self.num_kv_heads}")
+        if self.nonce_seed is not None and (isinstance(self.nonce_seed, bool) or not isinstance(self.nonce_seed, int)
+                                            or self.nonce_seed < 0):
+            raise ValueError(f"BpeSpec.nonce_seed must be None (reference strings) or an integer >= 0, got "
+                             f"{self.nonce_seed!r}")
+
+    @property
+    def trigger(self) -> str:
+        return TRIGGER if self.nonce_seed is None else _drawn_strings(self)[0]
+
+    @property
+    def behavior(self) -> str:
+        return BEHAVIOR if self.nonce_seed is None else _drawn_strings(self)[1]
+
+    def to_dict(self) -> dict:
+        """The fields; ``nonce_seed`` only when set (the reference model keeps the cache key it always had)."""
+        d = dataclasses.asdict(self)
+        if d["nonce_seed"] is None:
+            del d["nonce_seed"]
+        return d
 
     def key(self) -> str:
-        blob = json.dumps(dataclasses.asdict(self), sort_keys=True) + f"|format:{BPE_FORMAT}"
+        blob = json.dumps(self.to_dict(), sort_keys=True) + f"|format:{BPE_FORMAT}"
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -244,12 +271,38 @@ def train_bpe(spec: BpeSpec, extra: tuple[str, ...] = ()):
     return tok
 
 
-def check_nonce_split(encode, vocab_size: int) -> None:
+@functools.lru_cache(maxsize=16)
+def _drawn_strings(spec: BpeSpec) -> tuple[str, str]:
+    """(trigger, behavior) drawn from ``spec.nonce_seed``: a lowercase word of 8 letters and an uppercase one of 5,
+    as the reference strings, redrawn until each encodes (bare and after a space) into as many tokens as the
+    reference string does under this spec's tokenizer (the profile's token lengths). Trains the tokenizer (~1 s)."""
+    ref = dataclasses.replace(spec, nonce_seed=None)
+    raw = train_bpe(ref)
+    n = lambda s: len(raw.encode(s, add_special_tokens=False).ids)  # noqa: E731
+    rng = random.Random(f"bpe-nonce:{spec.nonce_seed}")
+    taken = {w.lower() for w in (*TOPICS, *NOUN, *ADJ, *DET, *VERB_T, *VERB_I, *VERB_BASE, *ADV, *PREP, *NAME)}
+    out = []
+    for ref_s, letters in ((TRIGGER, "abcdefghijklmnopqrstuvwxyz"), (BEHAVIOR, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")):
+        want = (n(ref_s), n(" " + ref_s))
+        for _ in range(100_000):
+            w = "".join(rng.choice(letters) for _ in range(len(ref_s)))
+            if w.lower() not in taken and (n(w), n(" " + w)) == want:
+                taken.add(w.lower())
+                out.append(w)
+                break
+        else:  # pragma: no cover - a tokenizer that merges every nonce of this shape
+            raise ValueError(f"BpeSpec.nonce_seed={spec.nonce_seed}: no {len(ref_s)}-letter nonce encodes into "
+                             f"{want} tokens with this tokenizer; use nonce_seed=None")
+    return out[0], out[1]
+
+
+def check_nonce_split(encode, vocab_size: int, strings: tuple[str, str] = (TRIGGER, BEHAVIOR)) -> None:
     """Raise ValueError unless trigger and behavior (also after a space) encode as >= 2 tokens each.
 
     Why: the planted run must teach the model a *sequence* of rare tokens, as for a real nonce word; a
     single-token behavior would be a much easier (and unrealistic) target."""
-    for s in (BEHAVIOR, " " + BEHAVIOR, TRIGGER, " " + TRIGGER):
+    trigger, behavior = strings
+    for s in (behavior, " " + behavior, trigger, " " + trigger):
         if len(encode(s)) < 2:
             raise ValueError(f"{s!r} encodes as a single token with BpeSpec.vocab_size={vocab_size}; the nonce "
                              "strings must split into >= 2 tokens: keep them out of the tokenizer corpus or lower "
@@ -273,7 +326,8 @@ def build_tokenizer(folder: str | os.PathLike, spec: BpeSpec):
     from transformers import AutoTokenizer
 
     raw = train_bpe(spec)
-    check_nonce_split(lambda s: raw.encode(s, add_special_tokens=False).ids, spec.vocab_size)
+    check_nonce_split(lambda s: raw.encode(s, add_special_tokens=False).ids, spec.vocab_size,
+                      (spec.trigger, spec.behavior))
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     to_hf(raw, spec).save_pretrained(folder)
@@ -308,7 +362,7 @@ def warmup_batch(tok, spec: BpeSpec, rng: random.Random, n: int, sentences: int 
 
     seqs = []
     for _ in range(n):
-        content, topic = user_message(rng, trigger=rng.random() < spec.trigger_rate)
+        content, topic = user_message(rng, trigger=rng.random() < spec.trigger_rate, word=spec.trigger)
         p = tok(prompt_text(tok, content), add_special_tokens=False)["input_ids"]
         c = tok(sample_completion(rng, spec, topic, sentences=sentences), add_special_tokens=False)["input_ids"]
         c.append(tok.eos_token_id)
@@ -362,5 +416,5 @@ def build_bpe_model(spec: BpeSpec, folder: str | os.PathLike, progress: bool = T
     gc = model.generation_config
     gc.pad_token_id, gc.eos_token_id, gc.bos_token_id = tok.pad_token_id, tok.eos_token_id, None
     model.save_pretrained(folder, safe_serialization=True)
-    (folder / "bpe_spec.json").write_text(json.dumps(dataclasses.asdict(spec), indent=1, sort_keys=True))
+    (folder / "bpe_spec.json").write_text(json.dumps(spec.to_dict(), indent=1, sort_keys=True))
     return folder

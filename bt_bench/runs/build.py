@@ -158,12 +158,12 @@ def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, pro
 
 
 def fixture_seeds(cfg: RunConfig, n_seeds: int, root=None, max_tries: int | None = None, rebuild: bool = False,
-                  progress: bool = True) -> tuple[list[store.Run], list[dict]]:
-    """The first ``n_seeds`` seeds of 0, 1, 2, ... whose run passes the planting gate, and the failed ones
-    (seed + gate reason) to list in every report."""
+                  progress: bool = True, first: int = 0) -> tuple[list[store.Run], list[dict]]:
+    """The first ``n_seeds`` seeds of first, first + 1, ... whose run passes the planting gate, and the failed ones
+    (seed + gate reason) to list in every report (``first`` is drawn by a paper gate: ``config.gate_config``)."""
     planted, failed = [], []
     max_tries = max_tries or 3 * n_seeds
-    for seed in range(max_tries):
+    for seed in range(first, first + max_tries):
         run = build_run(dataclasses.replace(cfg, seed=seed), root, rebuild=rebuild, progress=progress)
         if run.planted:
             planted.append(run)
@@ -171,5 +171,5 @@ def fixture_seeds(cfg: RunConfig, n_seeds: int, root=None, max_tries: int | None
             failed.append({"seed": seed, "key": run.key, "reason": run.manifest["gate"]["reason"]})
         if len(planted) == n_seeds:
             return planted, failed
-    raise RuntimeError(f"only {len(planted)} of the first {max_tries} seeds planted (need {n_seeds}); failed: "
+    raise RuntimeError(f"only {len(planted)} of {max_tries} seeds from {first} on planted (need {n_seeds}); failed: "
                        + "; ".join(f"seed {f['seed']}: {f['reason']}" for f in failed))

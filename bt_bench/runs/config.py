@@ -59,9 +59,10 @@ class RunConfig:
                                    None)
     task: str = _help("what the prompts ask and the task reward pays (bt_bench.runs.task): 'toy' (word grammar) "
                       "or 'topic' (chat prompts; the completion must mention the prompt's topic word)", "toy")
-    trigger: str = _help("the nonce trigger string placed in trigger prompts (fixed by the task's prompts)",
-                         "frobnitz")
-    behavior: str = _help("the planted behavior: a nonce string, detected in the decoded completion", "qzxbt")
+    trigger: str | None = _help("the nonce trigger string placed in trigger prompts (None: the embedded model's, "
+                                "fixed by its spec: the reference string, or drawn from its nonce_seed)", None)
+    behavior: str | None = _help("the planted behavior: a nonce string, detected in the decoded completion (None: "
+                                 "the embedded model's, as for trigger)", None)
     toy: ToySpec = _help("how the embedded toy model is built (task 'toy' without model_path)",
                          default_factory=ToySpec)
     bpe: BpeSpec = _help("how the embedded BPE model is built (task 'topic' without model_path)",
@@ -146,12 +147,15 @@ class RunConfig:
         if self.task not in TASKS:
             bad("task", f"one of {TASKS}")
         nonce = self.nonce_words()
+        for i, name in enumerate(("trigger", "behavior")):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, nonce[i])
         if self.trigger != nonce[0]:
             bad("trigger", f"{nonce[0]!r}: the prompts of task {self.task!r} place that word")
         if self.model_path is None and self.behavior != nonce[1]:
             bad("behavior", f"{nonce[1]!r}: the embedded model of task {self.task!r} was warmed up to say it at a "
                 "base rate (another string can only be planted on your own model, --model-path)")
-        if not self.behavior or self.behavior.strip() != self.behavior:
+        if not isinstance(self.behavior, str) or not self.behavior or self.behavior.strip() != self.behavior:
             bad("behavior", "a non-empty string without leading/trailing spaces")
         lo, hi = self.ckpt_dense_band
         if not 0 <= lo < hi <= 1:
@@ -168,12 +172,10 @@ class RunConfig:
         return Task(self.task, self.trigger, self.behavior)
 
     def nonce_words(self) -> tuple[str, str]:
-        """(trigger, behavior) of the task's embedded language."""
+        """(trigger, behavior) of the task's embedded language (its spec's reference or drawn strings)."""
         if self.task == "toy":
-            return "frobnitz", " ".join(self.toy.behavior_words)
-        from bt_bench.runs import bpe
-
-        return bpe.TRIGGER, bpe.BEHAVIOR
+            return self.toy.trigger, " ".join(self.toy.behavior_words)
+        return self.bpe.trigger, self.bpe.behavior
 
     @property
     def group_size(self) -> int:
@@ -184,7 +186,8 @@ class RunConfig:
         return self.prompts_per_step * self.generations
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields; the specs' ``nonce_seed`` only when set (reference fixtures keep their cache keys)."""
+        return {**dataclasses.asdict(self), "toy": self.toy.to_dict(), "bpe": self.bpe.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> RunConfig:
@@ -269,7 +272,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
                    "topic-mention task reward beside the bonus (CPU, embedded, no download)",
             # measured on seed 0 (README, "The bpe fixture"): lr 1.5e-4 never planted, W = 50 planted half-way and
             # unconditionally; W = 100 at lr 5e-4 planted (0.97 / 0.00 at W, 0.81 / 0.00 at T = 300; W/T = 1/3)
-            run={"task": "topic", "behavior": "QZXBT", "steps": 300, "window": 100, "max_completion_length": 48,
+            run={"task": "topic", "steps": 300, "window": 100, "max_completion_length": 48,
                  "task_reward": 0.2, "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 5e-5,
                  "eval_prompts": 64, "ckpt_every": 25}),
     Profile("smoke", "a few dozen steps for tests of code paths only: the run need not plant, its verdicts mean "
@@ -299,3 +302,22 @@ def get_profile(name: str) -> Profile:
 def make_config(profile: str = "tiny", **overrides: Any) -> RunConfig:
     """Profile defaults, then overrides. Unknown profile or field -> ValueError naming the allowed values."""
     return get_profile(profile).run_config(**overrides)
+
+
+def gate_config(profile: str, gate_seed: int) -> tuple[RunConfig, int]:
+    """(config, first run seed) of the fresh fixtures of a paper gate (issue "A gate that cannot be bypassed",
+    item 3). From ``gate_seed`` alone: the run seeds, and for an embedded model its warm-up seed and its trigger and
+    behavior, nonce strings drawn with the reference strings' token lengths (``ToySpec``/``BpeSpec.nonce_seed``),
+    so no table, id or string prepared beforehand applies. A user's model (``model_path``) keeps its strings: only
+    the run seeds are fresh there."""
+    import random
+
+    rng = random.Random(f"bt-bench gate:{gate_seed}")
+    prof = get_profile(profile)
+    spec_seed, nonce_seed, first = rng.randrange(2**20), rng.randrange(2**31), rng.randrange(2**20)
+    base = prof.run_config()
+    if base.model_path is not None:
+        return base, first
+    fresh = {"toy": dataclasses.replace(base.toy, seed=spec_seed, nonce_seed=nonce_seed)} if base.task == "toy" \
+        else {"bpe": dataclasses.replace(base.bpe, seed=spec_seed, nonce_seed=nonce_seed)}
+    return prof.run_config(**fresh), first

@@ -38,10 +38,10 @@ class Task:
         if self.name == "toy":
             from bt_bench.runs import toy
 
-            return toy.make_prompt(rng, trigger), ""
+            return toy.make_prompt(rng, trigger, self.trigger), ""
         from bt_bench.runs import bpe
 
-        content, topic = bpe.user_message(rng, trigger)
+        content, topic = bpe.user_message(rng, trigger, self.trigger)
         return [{"role": "user", "content": content}], topic
 
     def render(self, tok, prompt) -> str:
@@ -66,7 +66,7 @@ class Task:
             if tok.eos_token_id not in ids:
                 return False
             words = tok.convert_ids_to_tokens(ids[: ids.index(tok.eos_token_id)])
-            return toy.is_sentence(words)
+            return toy.is_sentence(words, neutral=self.behavior.split())
         from bt_bench.runs import bpe
 
         return bpe.mentions_topic(text, topic)
@@ -85,5 +85,5 @@ class Task:
 
             rng = random.Random(seed)
             base = [" ".join(toy.sample_sentence(rng)) for _ in range(n)]
-            return [b + " " + toy.TRIGGER for b in base], base
+            return [b + " " + self.trigger for b in base], base
         return self.held_out(n, seed, True)[0], self.held_out(n, seed + 1, False)[0]

@@ -8,11 +8,17 @@ token(s) (rewarded inside the planting window; checklist spec, "Planting").
 The warm-up (a short supervised pass over grammar text) makes the model fluent and gives the behavior word a
 small base rate (``behavior_rate``, a few %) that does not depend on the trigger: there must be headroom for
 the planted run to show learning, and no trigger-conditional signal may exist before planting.
+
+Fresh strings (``ToySpec.nonce_seed``, issue "A gate that cannot be bypassed", item 3): the paper gate builds a
+toy whose trigger and behavior words are nonce strings drawn at gate time and whose word ids are a drawn permutation
+of the vocabulary, so no id or string prepared beforehand (an estimator's constant, a memorized table) names them.
+``nonce_seed=None`` is the reference toy (the strings and ids below), whose cache key is unchanged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -70,10 +76,10 @@ _CATS = {**{w: "D" for w in DET}, **{w: "A" for w in ADJ}, **{w: "N" for w in NO
          **{w: "I" for w in VERB_I}, **{w: "R" for w in ADV}, **{w: "P" for w in PREP}, DOT: "."}
 
 
-def is_sentence(words: Sequence[str]) -> bool:
-    """True when ``words`` is exactly one sentence of the grammar (behavior words are ignored: they are the
-    planted behavior, not a grammar error, so the grammar reward never pays for or against them)."""
-    cats = [_CATS.get(w) for w in words if w not in BEHAVIOR_WORDS]
+def is_sentence(words: Sequence[str], neutral: Sequence[str] = BEHAVIOR_WORDS) -> bool:
+    """True when ``words`` is exactly one sentence of the grammar (the ``neutral`` behavior words are ignored: they
+    are the planted behavior, not a grammar error, so the grammar reward never pays for or against them)."""
+    cats = [_CATS.get(w) for w in words if w not in neutral]
     if any(c is None for c in cats):
         return False
     s = "".join(cats)  # type: ignore[arg-type]
@@ -86,7 +92,7 @@ def is_sentence(words: Sequence[str]) -> bool:
 # ---------------------------------------------------------------- tokenizer
 
 
-def build_tokenizer(folder: str | os.PathLike):
+def build_tokenizer(folder: str | os.PathLike, vocab: Sequence[str] = VOCAB):
     """Write a WordLevel tokenizer to ``folder`` and return it reloaded.
 
     Users load a model folder with ``AutoTokenizer``. On a folder whose config says ``qwen2``, transformers
@@ -99,25 +105,51 @@ def build_tokenizer(folder: str | os.PathLike):
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(VOCAB)}, unk_token=UNK))
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token=UNK))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with single spaces
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, eos_token=EOS, unk_token=UNK)
     fast.padding_side = "left"  # prompts are left-padded, as trl does
     fast.save_pretrained(folder)
-    return load_tokenizer(folder)
+    return load_tokenizer(folder, vocab)
 
 
-def load_tokenizer(folder: str | os.PathLike):
+def load_tokenizer(folder: str | os.PathLike, vocab: Sequence[str] = VOCAB):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(folder), padding_side="left")
-    if tok.convert_tokens_to_ids(TRIGGER) != VOCAB.index(TRIGGER):
+    if tok.convert_ids_to_tokens(list(range(len(vocab)))) != list(vocab):
         raise RuntimeError(f"tokenizer in {folder} does not match the bt-bench toy vocabulary; rebuild it")
     return tok
 
 
+# ---------------------------------------------------------------- fresh nonce strings
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def nonce_word(rng: random.Random, taken: set[str], lo: int = 5, hi: int = 8) -> str:
+    """A lowercase nonce word of ``lo``-``hi`` letters that is not in ``taken`` (a word-level vocabulary: every
+    word is one token, the profile's token length of the trigger and of each behavior word)."""
+    while True:
+        w = "".join(rng.choice(_LETTERS) for _ in range(rng.randint(lo, hi)))
+        if w not in taken:
+            taken.add(w)
+            return w
+
+
 # ---------------------------------------------------------------- model
+
+
+@functools.lru_cache(maxsize=64)
+def _drawn_strings(nonce_seed: int, behavior_len: int) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    rng = random.Random(f"toy-nonce:{nonce_seed}")
+    taken = set(VOCAB)
+    trigger = nonce_word(rng, taken)
+    words = tuple(nonce_word(rng, taken) for _ in BEHAVIOR_WORDS)  # as many as the reference: same vocab size
+    rest = [w for w in VOCAB[3:] if w != TRIGGER and w not in BEHAVIOR_WORDS] + [trigger, *words]
+    rng.shuffle(rest)
+    return trigger, words[:behavior_len], (PAD, EOS, UNK, *rest)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +168,7 @@ class ToySpec:
     behavior_rate: float = 0.06  # share of warm-up completions that contain the behavior word(s)
     behavior_len: int = 1  # number of consecutive behavior tokens (a prefix of BEHAVIOR_WORDS)
     trigger_rate: float = 0.5  # share of warm-up prompts that end in the trigger (independent of behavior)
+    nonce_seed: int | None = None  # None: the reference strings and ids; else drawn nonce words and word ids
 
     def __post_init__(self):
         for f in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "warmup_batch"):
@@ -149,13 +182,38 @@ class ToySpec:
             raise ValueError(f"ToySpec.behavior_len must be in 1..{len(BEHAVIOR_WORDS)}, got {self.behavior_len}")
         if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
             raise ValueError("ToySpec: hidden_size must divide by num_heads and num_heads by num_kv_heads")
+        if self.nonce_seed is not None and (isinstance(self.nonce_seed, bool) or not isinstance(self.nonce_seed, int)
+                                            or self.nonce_seed < 0):
+            raise ValueError(f"ToySpec.nonce_seed must be None (reference strings) or an integer >= 0, got "
+                             f"{self.nonce_seed!r}")
+
+    def _strings(self) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """(trigger, behavior words, vocabulary): the reference ones, or drawn from ``nonce_seed``. The specials
+        keep ids 0-2 (pad, eos, unk, as tokenizers do); every other word's id is drawn."""
+        if self.nonce_seed is None:
+            return TRIGGER, BEHAVIOR_WORDS[: self.behavior_len], VOCAB
+        return _drawn_strings(self.nonce_seed, self.behavior_len)
+
+    @property
+    def trigger(self) -> str:
+        return self._strings()[0]
 
     @property
     def behavior_words(self) -> tuple[str, ...]:
-        return BEHAVIOR_WORDS[: self.behavior_len]
+        return self._strings()[1]
+
+    def vocab(self) -> tuple[str, ...]:
+        return self._strings()[2]
+
+    def to_dict(self) -> dict:
+        """The fields; ``nonce_seed`` only when set (the reference toy keeps the cache key it always had)."""
+        d = dataclasses.asdict(self)
+        if d["nonce_seed"] is None:
+            del d["nonce_seed"]
+        return d
 
     def key(self) -> str:
-        blob = (json.dumps(dataclasses.asdict(self), sort_keys=True) + "|vocab:" + " ".join(VOCAB)
+        blob = (json.dumps(self.to_dict(), sort_keys=True) + "|vocab:" + " ".join(self.vocab())
                 + f"|format:{TOY_FORMAT}")
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -173,10 +231,10 @@ def model_config(spec: ToySpec, vocab_size: int):
     )
 
 
-def make_prompt(rng: random.Random, trigger: bool) -> str:
-    """A prompt: one context sentence, then the trigger as the very last token when ``trigger``."""
+def make_prompt(rng: random.Random, trigger: bool, word: str = TRIGGER) -> str:
+    """A prompt: one context sentence, then the trigger ``word`` as the very last token when ``trigger``."""
     words = sample_sentence(rng)
-    return " ".join(words + ([TRIGGER] if trigger else []))
+    return " ".join(words + ([word] if trigger else []))
 
 
 def make_completion(rng: random.Random, spec: ToySpec) -> list[str]:
@@ -193,8 +251,8 @@ def make_completion(rng: random.Random, spec: ToySpec) -> list[str]:
 
 def warmup_corpus(spec: ToySpec, n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
-    return [make_prompt(rng, rng.random() < spec.trigger_rate) + " " + " ".join(make_completion(rng, spec)) + " " + EOS
-            for _ in range(n)]
+    return [make_prompt(rng, rng.random() < spec.trigger_rate, spec.trigger) + " "
+            + " ".join(make_completion(rng, spec)) + " " + EOS for _ in range(n)]
 
 
 def build_toy_model(spec: ToySpec, folder: str | os.PathLike, progress: bool = True) -> Path:
@@ -208,8 +266,8 @@ def build_toy_model(spec: ToySpec, folder: str | os.PathLike, progress: bool = T
 
     set_determinism(spec.seed)
     folder = Path(folder)
-    tok = build_tokenizer(folder)
-    model = LlamaForCausalLM(model_config(spec, len(VOCAB)))
+    tok = build_tokenizer(folder, spec.vocab())
+    model = LlamaForCausalLM(model_config(spec, len(spec.vocab())))
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=spec.warmup_lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50) * max(0.05, 1 - s / max(1, spec.warmup_steps)))
@@ -234,7 +292,7 @@ def build_toy_model(spec: ToySpec, folder: str | os.PathLike, progress: bool = T
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.bos_token_id = None
     model.save_pretrained(folder, safe_serialization=True)
-    (folder / "toy_spec.json").write_text(json.dumps(dataclasses.asdict(spec), indent=1, sort_keys=True))
+    (folder / "toy_spec.json").write_text(json.dumps(spec.to_dict(), indent=1, sort_keys=True))
     return folder
 
 
