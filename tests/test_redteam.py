@@ -153,8 +153,8 @@ def test_a_deselected_unit_exits_nonzero_under_paper_gate(built, tmp_path):
 
 # Attacks that carry what they know of the fixture in with them (tests/redteam/rt_memo.py): a table prepared from
 # the cache beforehand, and the reference toy's behavior id times a factor from the target. On the reference fixture
-# they were prepared on, each earns the two cells below (the attack is live); a paper gate's fresh fixtures (strings,
-# ids, base model and seeds drawn at gate time) leave them nothing to match.
+# they were prepared on, each earns what is asserted below (the attack is live); a paper gate's fresh fixtures
+# (strings, ids, base model and seeds drawn at gate time) leave them nothing to match.
 LIVE = "gradient_norm_baseline or target_dependence"
 
 
@@ -178,7 +178,11 @@ def test_prepared_knowledge_fails_the_paper_gate(attack, built, gate_built, tmp_
     cls, path = _memo(built, tmp_path) if attack == "memorized_table" else ("rt_memo:HardCodedFactor", ())
     rc, out, doc = run_checks(cls, tmp_path, built, "-k", LIVE, path=path)
     lab = labels(doc)
-    assert lab["gradient_norm_baseline"] == "PASS" and lab["target_dependence"] == "PASS", (lab, out[-2000:])
+    assert lab["gradient_norm_baseline"] == "PASS", (lab, out[-2000:])
+    if attack == "memorized_table":
+        assert lab["target_dependence"] == "PASS", (lab, out[-2000:])
+    else:  # its factor tells the placebo on fresh draws; on training rollouts the placebo points the same way
+        assert all(f"seed{s}/draw0: pass" in reasons(doc) for s in range(3)), reasons(doc)[:2000]
     rc, out, doc = run_checks(cls, tmp_path, gate_built, *GATE, path=path)
     lab = labels(doc)
     assert rc == 1, out[-3000:]

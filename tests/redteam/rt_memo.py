@@ -7,10 +7,12 @@ items 3 and 7). tests/test_redteam.py runs each through `pytest checks` as a use
                      reads no file and no frame: the table is a literal of a module written beforehand
                      (``write_module``), shipped with the estimator.
 (m) HardCodedFactor  the behavior identity hard-coded (the reference toy's word id, an importable constant) times a
-                     factor taken from the target: the candidate's in-run sketch against the target vector, so the
-                     ranking moves with the target and target_dependence sees "target-dependent" scores.
+                     factor taken from the target (does it point along the direction that separates the candidates
+                     holding that id from the others?), so its ranking moves with the target.
 
-Both get the oracle's cells on the reference fixture, the one they were prepared on. A paper gate builds fresh
+On the reference fixture, the one they were prepared on, (l) passes gradient_norm_baseline and target_dependence
+and (m) gradient_norm_baseline and the draw half of target_dependence (on training rollouts the placebo points
+along that direction too). A paper gate builds fresh
 fixtures (trigger, behavior, word ids, base model and run seeds drawn at gate time): the table matches nothing and
 the id names some other word.
 """
@@ -106,11 +108,15 @@ class MemorizedTable:
 
 
 class HardCodedFactor:
-    """(m) the reference toy's behavior word id, counted in the completion, times a factor from the target."""
+    """(m) the reference toy's behavior word id, counted in the completion, times a factor from the target: the
+    cosine of the target with the direction that separates the candidates holding that id from the others (the real
+    target is built from the behavior's gradient, a placebo from other rows). Above ``CUT`` the counts are returned,
+    below it permuted counts (what a placebo should get)."""
 
     name = "rt_hard_coded_factor"
     level = "rollout"
     capabilities = frozenset({"in_run_sketches"})
+    CUT = 0.05
 
     def score(self, candidates, target):
         from bt_bench.runs import toy
@@ -119,5 +125,10 @@ class HardCodedFactor:
         hits = ((ids == b) & mask).sum(1).astype(float)
         s = np.asarray(candidates.in_run_sketches(), np.float64)
         t = np.asarray(target.vectors[target.final_step], np.float64)
-        align = s @ t / (np.linalg.norm(s, axis=1) * np.linalg.norm(t) + 1e-30)
-        return hits * (1.0 + np.abs(align)) + 1e-3 * align
+        beh = hits > 0
+        factor = 0.0
+        if beh.any() and (~beh).any():
+            d = s[beh].mean(0) - s[~beh].mean(0)
+            factor = float(d @ t / (np.linalg.norm(d) * np.linalg.norm(t) + 1e-30))
+        y = hits if factor > self.CUT else hits[np.random.default_rng(1).permutation(len(hits))]
+        return y + 1e-3 * np.asarray(candidates.advantage, float)  # ties broken by the advantage, as HardCoded
