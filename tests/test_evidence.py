@@ -1,5 +1,5 @@
 """Evidence replay: the published BehaviorTrace table (bt_bench/data/behaviortrace/README.md) is reproduced
-from the vendored rows by bt_bench.checklist.stats, the replayed verdicts are what the README says the checklist should
+from the vendored rows by bt_bench.checklist.stats, the replayed verdicts are what that README says the checklist should
 conclude, and native evidence round-trips."""
 
 from __future__ import annotations

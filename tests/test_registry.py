@@ -329,15 +329,15 @@ DOC = ROOT / "docs" / "estimators.md"
 
 
 def _run_readme_snippet(capsys) -> None:
-    """The README walkthrough's synthetic example runs and prints what the README says it prints."""
+    """The estimator guide's synthetic example (docs/estimators.md) runs and prints what the guide says it prints."""
     block = DOC.read_text().split("### 3.")[1].split("```python\n")[1].split("```")[0]
     exec(compile(block, str(DOC), "exec"), {})
     printed = capsys.readouterr().out.strip()
-    assert printed and printed in block, f"README says otherwise; the snippet printed {printed!r}"
+    assert printed and printed in block, f"docs/estimators.md says otherwise; the snippet printed {printed!r}"
 
 
 def test_readme_table_matches_the_listing():
-    """The closing table of the README section is what `bt-bench estimators` prints for the built-ins."""
+    """The built-in table of docs/estimators.md is what `bt-bench estimators` prints for the built-ins."""
     documented = DOC.read_text().split("### Built-in estimators")[1].split("```\n")[1].split("```")[0].strip()
     # the library adapters (optional extras, opt-in) are documented in estimators/adapters, not in this table
     builtins = [i for i in list_estimators()

@@ -3,7 +3,7 @@
 Measured, not chosen: ``BT_BENCH_CACHE=... pytest checks -n 2 --bt-profile bpe --bt-report r.json`` on bpe seeds 0, 1,
 2 x 3 draws (all three plant), then ``python -m bt_bench.checklist.expectations r.json bpe``. Each reason is the
 measured label, the count of units behind it and the first key figures (per seed or draw, in the report's order).
-What the table says about the paper's findings is in the README ("The bpe fixture"). The test-only oracle takes
+What the table says about the paper's findings is in docs/findings.md ("What bpe shows"). The test-only oracle takes
 its expectation from the tiny snapshot's rule (it must pass every check it takes part in).
 """
 

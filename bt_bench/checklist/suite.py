@@ -1,7 +1,7 @@
 """What the checks share in a session: the fixtures (planted runs + derived data), estimators fitted once, and a
 score cache. The pytest modules in ``checks/`` only ask this object for arrays and call ``bt_bench.checklist.verdicts``.
 
-Decisions the spec leaves open (also in the README's "Decisions" section):
+Decisions the spec leaves open (also in docs/running.md, "Decisions the spec leaves open"):
 - training-level checks (gradient_norm_baseline, headroom's window gain, advantage_baseline) score the training
   rollouts against the ``in_context`` target built at each TracIn checkpoint (draw 0);
 - draw-level checks score fresh candidates against the ``in_context`` target of the same draw;

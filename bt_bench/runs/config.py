@@ -270,8 +270,9 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("bpe", "a small Qwen2 on a locally built byte-level BPE tokenizer with a chat template: a multi-token "
                    "behavior string anywhere in 32-64-token completions, the trigger anywhere in the user message, a "
                    "topic-mention task reward beside the bonus (CPU, embedded, no download)",
-            # measured on seed 0 (README, "The bpe fixture"): lr 1.5e-4 never planted, W = 50 planted half-way and
-            # unconditionally; W = 100 at lr 5e-4 planted (0.97 / 0.00 at W, 0.81 / 0.00 at T = 300; W/T = 1/3)
+            # measured on seed 0 (docs/fixtures.md, "The bpe fixture"): lr 1.5e-4 never planted, W = 50 planted
+            # half-way and unconditionally; W = 100 at lr 5e-4 planted (0.97 / 0.00 at W, 0.81 / 0.00 at T = 300;
+            # W/T = 1/3)
             run={"task": "topic", "steps": 300, "window": 100, "max_completion_length": 48,
                  "task_reward": 0.2, "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 5e-5,
                  "eval_prompts": 64, "ckpt_every": 25}),
