@@ -148,6 +148,7 @@ def test_the_paper_gate_draws_one_seed_and_hands_it_to_every_worker(pytester, tm
     seen = tmp_path / "seen"
     seen.mkdir()
     monkeypatch.setenv("SEEN", str(seen))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test may itself run on a worker
     report = tmp_path / "r.json"
     pytester.runpytest_subprocess("checks", "-p", "no:cacheprovider", "-n", "2", "--bt-paper-gate",
                                   "--bt-estimator", "random", "--bt-report", str(report))
@@ -171,6 +172,7 @@ def test_the_paper_gate_draws_one_seed_and_hands_it_to_every_worker(pytester, tm
 def test_a_given_gate_seed_is_used_as_given(pytester, tmp_path, monkeypatch):
     _checklist(pytester)
     monkeypatch.setenv("SEEN", str(tmp_path))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test may itself run on a worker
     r = pytester.runpytest_subprocess("checks", "-p", "no:cacheprovider", "-p", "no:xdist", "--bt-paper-gate",
                                       "--bt-gate-seed", "4242", "--bt-estimator", "random")
     assert json.loads((tmp_path / "main.json").read_text()) == {"gate_seed": 4242}
