@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import importlib
 import importlib.util
 import inspect
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from bt_bench.estimator import (
     labels_allowed,
     validate_estimator,
 )
+from bt_bench.estimator.scoring import import_dotted
 
 GROUP = "bt_bench.estimators"
 DOTTED = "(dotted path)"
@@ -155,9 +155,7 @@ def _import(label: str, path: str) -> Any:
     if not module_name or not attr:
         raise RegistryError(label, "a dotted path must look like 'package.module:ClassName'")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = import_dotted(path)
     except Exception as exc:
         raise PluginLoadError(label, f"importing {path} raised {type(exc).__name__}: {exc}") from exc
     return obj

@@ -49,7 +49,8 @@ from bt_bench.estimator.errors import (
 from bt_bench.estimator.views import CandidateData, Labels
 
 
-def _import_path(path: str) -> Any:
+def import_dotted(path: str) -> Any:
+    """The object at ``"package.module:Name.attr"`` (the registry's dotted paths and ``TEST_ONLY``)."""
     module_name, _, attr = path.partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in attr.split("."):
@@ -61,7 +62,7 @@ def labels_allowed(estimator: Any) -> bool:
     """True only when ``type(estimator)`` is exactly one of the classes at the ``TEST_ONLY`` import paths."""
     for path in TEST_ONLY:
         try:
-            cls = _import_path(path)
+            cls = import_dotted(path)
         except (ImportError, AttributeError, OSError):  # not importable (or not readable) here: it allows nothing
             continue
         if type(estimator) is cls:
