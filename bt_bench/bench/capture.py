@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg = dataclasses.replace(base, capture_in_run=cap)
             with tempfile.TemporaryDirectory() as tmp:
                 res = train_planted(cfg, model_dir, Path(tmp), progress=False)
-            times[name].append(res["train_seconds"])
+            times[name].append(res.train_seconds)
             print(f"round {r}: {name:10s} {res['train_seconds']:.2f}s", flush=True)
     ratio = np.array(times["capture"]) / np.array(times["no_capture"])
     out = {"machine": platform.platform(), "processor": platform.processor(), "threads": torch.get_num_threads(),
