@@ -11,7 +11,7 @@ The warm-up (supervised, loss on the assistant turn only) makes the model fluent
 the behavior at a random word position in ``behavior_rate`` of them. All three are drawn independently, and the trigger never changes the answer: there must be headroom for
 the planted run to show learning, and no trigger-conditional signal may exist before planting.
 
-Fresh strings (``BpeSpec.nonce_seed``, issue "A gate that cannot be bypassed", item 3): the paper gate draws the
+Fresh strings (``BpeSpec.nonce_seed``, so no string prepared beforehand names them): the paper gate draws the
 trigger and the behavior as nonce strings (lowercase and uppercase letters, as the reference ones) with the same
 token lengths as the reference strings under this tokenizer. The tokenizer corpus never holds either string, so the
 tokenizer is the same for every draw and the drawn strings' token ids follow from the draw alone.

@@ -9,10 +9,10 @@ The warm-up (a short supervised pass over grammar text) makes the model fluent a
 small base rate (``behavior_rate``, a few %) that does not depend on the trigger: there must be headroom for
 the planted run to show learning, and no trigger-conditional signal may exist before planting.
 
-Fresh strings (``ToySpec.nonce_seed``, issue "A gate that cannot be bypassed", item 3): the paper gate builds a
-toy whose trigger and behavior words are nonce strings drawn at gate time and whose word ids are a drawn permutation
-of the vocabulary, so no id or string prepared beforehand (an estimator's constant, a memorized table) names them.
-``nonce_seed=None`` is the reference toy (the strings and ids below), whose cache key is unchanged.
+Fresh strings (``ToySpec.nonce_seed``): the paper gate builds a toy whose trigger and behavior words are nonce
+strings drawn at gate time and whose word ids are a drawn permutation of the vocabulary, so no id or string prepared
+beforehand (an estimator's constant, a memorized table) names them. ``nonce_seed=None`` is the reference toy (the
+strings and ids below), whose cache key is unchanged.
 """
 
 from __future__ import annotations
