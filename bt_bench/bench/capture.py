@@ -2,7 +2,8 @@
 
 ``bt-bench bench capture [--steps 40] [--rounds 3] [--json PATH]``: interleaved rounds of (a) training without
 capture (the baseline, measured in the same process) and (b) training with in-run capture; prints the ratio of
-(b) to (a) as min and median over rounds, with the machine and thread count. Target (issue 3): <= 1.2x.
+(b) to (a) as min and median over rounds, with the machine and thread count. Target: <= 1.2x the time without
+capture.
 """
 
 from __future__ import annotations

@@ -331,7 +331,7 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     check_device_precision(device, cfg.bf16)
     task = cfg.task_obj()
     tok = load_tokenizer(base_model_dir, task)
-    if task.chat:  # a one-token behavior would make the token-level checks trivial (issue "Real-LM fixtures")
+    if task.chat:  # a one-token behavior would make the token-level checks trivial
         bh.require_multi_token(tok, cfg.behavior, "behavior")
     model = load_model(base_model_dir, device=device, dtype=torch.bfloat16 if cfg.bf16 else torch.float32)
     rank, world = _data_parallel_rank(cfg) if data_parallel else (0, 1)
