@@ -2,7 +2,8 @@
 
 ``bt-bench bench capture [--steps 40] [--rounds 3] [--json PATH]``: interleaved rounds of (a) training without
 capture (the baseline, measured in the same process) and (b) training with in-run capture; prints the ratio of
-(b) to (a) as min and median over rounds, with the machine and thread count. Target (issue 3): <= 1.2x.
+(b) to (a) as min and median over rounds, with the machine and thread count. Target: <= 1.2x the time without
+capture.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg = dataclasses.replace(base, capture_in_run=cap)
             with tempfile.TemporaryDirectory() as tmp:
                 res = train_planted(cfg, model_dir, Path(tmp), progress=False)
-            times[name].append(res["train_seconds"])
+            times[name].append(res.train_seconds)
             print(f"round {r}: {name:10s} {res['train_seconds']:.2f}s", flush=True)
     ratio = np.array(times["capture"]) / np.array(times["no_capture"])
     out = {"machine": platform.platform(), "processor": platform.processor(), "threads": torch.get_num_threads(),

@@ -1,4 +1,5 @@
-"""The sketch benchmark at sizes that matter (issue 13 item 4): cost estimates, size ladder, scale table.
+"""The sketch benchmark at sizes where projection costs what it does in practice: cost estimates, size ladder,
+scale table.
 
 ``python -m bt_bench.bench sketch --ladder [--json PATH]`` (or ``bench ladder``) runs ``bench sketch`` (one
 subprocess per size and completion length: a clean memory baseline, and an out-of-memory kill costs one row)
@@ -37,8 +38,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-TARGET_RATIO_TO_FLOOR = 1.25  # issue 3: ours <= 1.25x the floor's time
-TARGET_SPEEDUP = 10.0  # issue 3: >= 10x faster than loop_dense and traker_basic
+TARGET_RATIO_TO_FLOOR = 1.25  # ours <= 1.25x the floor's time: a sketch costs about one forward+backward
+TARGET_SPEEDUP = 10.0  # >= 10x faster than loop_dense and traker_basic, which materialize per-rollout gradients
 BASELINES = ("loop_dense", "vmap_dense", "traker_basic")
 SPEED_TARGETS = ("loop_dense", "traker_basic")
 GPU_BF16_DENSE_TFLOPS = 989.0  # H100 SXM and H200 (same compute die): bf16 dense peak, TFLOP/s

@@ -1,4 +1,4 @@
-"""Benchmarks. ``python -m bt_bench.bench sketch [--json PATH]`` (issue 3, "What it must show");
+"""Benchmarks. ``python -m bt_bench.bench sketch [--json PATH]``;
 ``bench sketch --ladder`` / ``--scale`` (or ``bench ladder`` / ``bench scale``): the size ladder and the scale
 table of the published setting (bt_bench.bench.ladder).
 

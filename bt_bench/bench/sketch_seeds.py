@@ -10,9 +10,9 @@ unsketched ones. Each row reports the least-squares slope and Spearman rank corr
 figures fluency_confound judges: the within-group AUC of the behavior label and the AUC of the fluency residual.
 
 Why: the sketch-fidelity self-check bounds each sketched inner product's error by its JL bound; a within-group
-ranking compares siblings whose gradients differ little, so an error inside that bound can still reorder them.
-Issue 12's adapters measured exact TracIn (captum) at a within-group AUC of 0.64 on tiny seed 0 draw 0 where the
-sketched built-in reads 0.87.
+ranking compares siblings whose gradients differ little, so an error inside that bound can still reorder them. The
+captum adapter (captum_tracincp) measured exact TracIn at a within-group AUC of 0.64 on tiny seed 0 draw 0 where
+the sketched built-in reads 0.87.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ verdict's reason say so.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 
 import numpy as np
 
@@ -367,3 +367,15 @@ def _window_support(is_gt, step, W: int, nonzero) -> tuple[np.ndarray, str | Non
 
 def _error(check: str, reason: str, metrics: dict | None = None) -> Verdict:
     return _verdict(check, "error", metrics or {}, reason)
+
+
+def json_default(o):
+    """``json.dumps(default=...)`` of results and reports: numpy scalars and arrays, dataclass instances; anything
+    else as its str (the run store's manifests use a strict one instead: ``bt_bench.runs.store``)."""
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if is_dataclass(o) and not isinstance(o, type):
+        return asdict(o)
+    return str(o)

@@ -22,8 +22,9 @@ from bt_bench.checklist.base import Verdict, combine, with_unit
 
 def norm_variant(suite, est: str) -> str:
     """The norm_only variant check 1 compares with: a step-level estimator only ever with the step-level control
-    (issue 9 item 5); a rollout-level one with the variant declared for the fixture's profile before anything is
-    scored (``bt_bench.runs.config.Profile.norm_variant``), never the one that happens to score higher on a seed."""
+    (its scores are one value per step, so it is compared with a control of the same resolution); a rollout-level
+    one with the variant declared for the fixture's profile before anything is scored
+    (``bt_bench.runs.config.Profile.norm_variant``), never the one that happens to score higher on a seed."""
     return "norm_only_step" if getattr(suite.estimator(est), "level", "rollout") == "step" else suite.norm_variant
 
 
@@ -122,8 +123,8 @@ def seed_draw_variance(suite, est: str, draws: int) -> tuple[Verdict, list[float
 def trigger_token_alignment(suite, est: str, i: int, draws: int) -> tuple[Verdict, dict]:
     """Behavior-containing candidates of every draw at the saturated checkpoint, pooled per seed; token-restricted
     scores against in_context, placebo and constructed targets. Bootstrap clusters are prompts: the draws reuse
-    the same candidate prompts, so responses to one prompt in different draws are not independent (issue 9
-    item 6; spec "Confidence intervals")."""
+    the same candidate prompts, so responses to one prompt in different draws are not independent (spec
+    "Confidence intervals")."""
     from bt_bench.estimator import is_cosine_scale
 
     suite.require_applicable("trigger_token_alignment", est)

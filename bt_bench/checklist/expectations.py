@@ -58,9 +58,9 @@ _ORACLE = {c: (_P, "the oracle reads the labels of the target's behavior: it mus
                    "pass left out") for c in CHECKS} | {"trigger_token_alignment": (NA, _NO_TOKEN)}
 # {profile: {estimator: {check: (label, reason)}}}, measured on the tiny default (seeds 0, 1, 2 x 3 draws) with the
 # commit that introduced this table; the figure after each reason is the measured one. Re-measured when the toy
-# model became a Llama config (issue "Real-LM fixtures": AutoTokenizer must load a run's tokenizer): the labels
+# model became a Llama config (so that AutoTokenizer loads a run's tokenizer with the run's own ids): the labels
 # that changed say "Llama toy" and carry the new figures; the others kept their label (figures from the Qwen2 toy).
-# Since units no ranking can pass are left out (issue 19 item 6), fluency_confound's seed 2 draw 1 on tiny is
+# Since units no ranking can pass are left out (they support no verdict), fluency_confound's seed 2 draw 1 on tiny is
 # unsupported for every estimator (fluency's AUC 0.9918, CI up to 1.0000): the draw counts in the fluency reasons
 # below were measured over all 9 draws before that; every built-in failed that draw, and no label moved (re-measured
 # with `pytest checks -n 2`: every built-in AS EXPECTED, fluency cells FAIL 8/9 or 7/9, 1 unsupported).
@@ -113,7 +113,7 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "trigger_token_alignment": (_P, _ALIGN + "; here cosine 0.96"),
         "advantage_baseline": (_F, _ADV + " (precision 0.26 below it)"),
         "target_dependence": (_P, "scores follow the target: precision +0.17/+0.21/+0.22, AUC +0.82 to +0.98 over "
-                                  "the placebo (issue 19: placebo disguised as the real target)")},
+                                  "the placebo (disguised as the real target: as many rows, the same norm)")},
     "tracincp": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.6 vs norm 3.2: difference CI includes 0)"),
         "fluency_confound": (_F, _PAPER_FLU + " (fails 4 of 9 draws: paired difference with fluency straddles 0)"),
@@ -122,7 +122,7 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "trigger_token_alignment": (_P, _ALIGN),
         "advantage_baseline": (_F, _ADV + " (precision 0.35 below it)"),
         "target_dependence": (_F, "Llama toy: the draw AUC follows the target (+0.83 to +0.98) but training "
-                                  "precision does not beat the placebo target (-0.143/+0.019/+0.032; issue 19: "
+                                  "precision does not beat the placebo target (-0.143/+0.019/+0.032; the "
                                   "placebo disguised as the real target)")},
     "gas": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (canonical GAS: lift 0.2; the negative-advantage siblings of "
@@ -135,21 +135,22 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "advantage_baseline": (_F, _ADV + " (precision 0.55 below it)"),
         "target_dependence": (_F, "over the training rollouts canonical GAS barely changes with the target "
                                   "(precision -0.116/+0.009/+0.009, CI low <= 0 on every seed), although the draw "
-                                  "AUC does (+0.82 to +0.98; issue 19: placebo disguised as the real target)")},
+                                  "AUC does (+0.82 to +0.98; the placebo disguised as the real target)")},
     "trak": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.1 vs norm 3.2)"),
         "fluency_confound": (_F, _PAPER_FLU + " (AUC 0.88 vs fluency 0.98)"),
         "headroom": (_F, _PAPER_HEAD + " (window gain 0.25, CI low -0.25)"),
         "seed_draw_variance": (_P, "residualized AUC 0.72 (lowest CI low 0.56), Spearman 0.83"),
-        "trigger_token_alignment": (_F, "issue 19: against a placebo at the real target's norm the whitened "
+        "trigger_token_alignment": (_F, "against a placebo at the real target's norm the whitened "
                                         "in_context-minus-placebo difference (+0.002-0.003) has CI low -0.002 to "
                                         "-0.003 on every seed; the earlier pass (CI low +0.0005 to +0.0014) came "
                                         "from the placebo's smaller norm (the raw placebo still passes)"),
         "advantage_baseline": (_F, _ADV + " (precision 0.38 below it)"),
         "target_dependence": (_F, "training precision below the placebo target's on every seed "
                                   "(-0.105/-0.043/-0.043); draw AUC +0.24 to +0.50")},
-    # measured when derive began producing AdamW-preconditioned sketches (issue "Open the suite"): g / (sqrt(v_c)
-    # + eps) ranks the planted rollouts *below* chance on the toy (behavior directions carry large second moments)
+    # measured when derive began producing AdamW-preconditioned sketches (before that tracin_adam had no inputs and
+    # skipped every check): g / (sqrt(v_c) + eps) ranks the planted rollouts *below* chance on the toy (behavior
+    # directions carry large second moments)
     "tracin_adam": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 0.3-0.4, below chance, vs norm 3.1-3.4)"),
         "fluency_confound": (_F, _PAPER_FLU + " (AUC 0.24-0.68 vs fluency 0.94-0.99)"),
@@ -178,7 +179,7 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
 }}
 
 
-# bpe (issue "Real-LM fixtures"): measured on bpe seeds 0, 1, 2 x 3 draws; the oracle keeps its rule
+# bpe (the subword-tokenizer fixture): measured on bpe seeds 0, 1, 2 x 3 draws; the oracle keeps its rule
 EXPECTED["bpe"] = {**_BPE, "oracle": _ORACLE}
 
 

@@ -8,11 +8,11 @@ What a built-in is declared to do (``bt_bench.checklist.expectations``) depends 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
 
+from bt_bench.checklist.base import json_default
 from bt_bench.checklist.figures import key_figure
 
 GLUE_KEY = pytest.StashKey[dict]()  # {"profile": str, "strict": bool}, set by the plugin in pytest_configure
@@ -82,7 +82,7 @@ def cell(request, check: str, estimator: str, fn, *args, **kwargs):
 
 def record(request, **metrics) -> None:
     """Attach metrics to the current test's report (they travel from xdist workers to the controller)."""
-    request.node.user_properties.append(("bt_bench", json.dumps(metrics, default=_json_default)))
+    request.node.user_properties.append(("bt_bench", json.dumps(metrics, default=json_default)))
 
 
 def per_unit(verdict) -> list[dict]:
@@ -91,18 +91,6 @@ def per_unit(verdict) -> list[dict]:
     return [{"seed": u.get("seed"), "draw": u.get("draw"),
              "verdict": {"check": verdict.check, "outcome": u["outcome"], "reason": u["reason"],
                          "metrics": u["metrics"]}} for u in verdict.units]
-
-
-def _json_default(o):
-    import numpy as np
-
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if dataclasses.is_dataclass(o):
-        return dataclasses.asdict(o)
-    return str(o)
 
 
 __all__ = ["GLUE_KEY", "cell", "per_unit", "record", "run_cell"]

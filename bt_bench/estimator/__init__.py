@@ -6,7 +6,7 @@ validate_estimator), ``errors.py`` (the named ``EstimatorError`` subclasses), ``
 CandidateData, and the builders from fixture data), ``scoring.py`` (score_estimator, fit_estimator, score
 validation, the label policy), ``registry.py`` (entry points).
 
-Spec: checklist.md "Objects" (Estimator, Target) and issue 4 items 1 and 3; data layout: brief/schema.md.
+Spec: checklist.md "Objects" (Estimator, Target); data layout: brief/schema.md.
 
 An estimator maps (candidates, target) to one float per candidate, higher = more responsible. It is any object
 with ``name``, ``capabilities``, ``level`` and ``score`` (structural typing: a third party need not inherit).
@@ -21,13 +21,13 @@ declares ``labels`` is refused (``LabelsRefusedError``). ``score_estimator`` is 
 builds the view, calls ``score`` twice and turns every way a score vector can be wrong into a named
 ``EstimatorError`` (including a ``level="step"`` estimator whose scores differ inside a step).
 
-What the wall holds against (issue "Gate integrity"): every array a view or a ``Target`` exposes is a fresh
-in-memory copy that owns its data (``base is None``), made once when the container is built, so no ``.base``
-chain reaches a memory map, a file name, a manifest or a fixture object; mappings are ``MappingProxyType``
-over plain dicts built per view. What it cannot hold against: code running in the same process can walk the
-interpreter (``gc.get_objects()``, ``sys._getframe().f_back`` up to the harness's frames, monkeypatching) and
-flip ``flags.writeable`` back on an owning array. Only a separate process would close that; the wall makes
-reading labels a deliberate act, never an accident of reaching through an attribute.
+What the wall holds against (an estimator that looks for labels on purpose): every array a view or a ``Target``
+exposes is a fresh in-memory copy that owns its data (``base is None``), made once when the container is built, so
+no ``.base`` chain reaches a memory map, a file name, a manifest or a fixture object; mappings are
+``MappingProxyType`` over plain dicts built per view. What it cannot hold against: code running in the same
+process can walk the interpreter (``gc.get_objects()``, ``sys._getframe().f_back`` up to the harness's frames,
+monkeypatching) and flip ``flags.writeable`` back on an owning array. Only a separate process would close that;
+the wall makes reading labels a deliberate act, never an accident of reaching through an attribute.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The objective as public functions: what a model-based estimator differentiates (issue "Open the suite").
+"""The objective as public functions: what a model-based estimator differentiates.
 
 A sketch-based estimator reads sketches; a model-based one (declares ``model``) gets ``candidates.model(step)``, a
 freshly loaded HF model at a recorded checkpoint, and differentiates these functions itself. They are the exact

@@ -1,4 +1,4 @@
-"""Estimator registry: entry-point group ``bt_bench.estimators``, loaded lazily (issue 4 item 2).
+"""Estimator registry: entry-point group ``bt_bench.estimators``, loaded lazily.
 
 Selecting an estimator imports only its module, so one broken plug-in cannot break the others; its error names
 the distribution and the entry point. A dotted path ``pkg.module:Class`` works without registration. Listing
@@ -8,13 +8,13 @@ An entry point may name a class or factory (called with the keyword arguments gi
 ready estimator object. A registered estimator's ``name`` must equal its entry-point name, so reports are
 labeled with the name that selected it.
 
-Labels (issue "Gate integrity"): an entry-point estimator that declares ``labels`` is refused at load
-(``LabelsRefusedError``), whatever its distribution. The suite's own test-only controls (``oracle``) are not
-entry points: they resolve from the internal table ``_BUILTIN_TEST_ONLY``, are listed with ``test_only=True``
-and never run by default. An entry point that claims one of those names for another target is refused.
-``provenance`` says where an estimator comes from and hashes its source.
+Labels (a third party's PASS must never come from them): an entry-point estimator that declares ``labels`` is
+refused at load (``LabelsRefusedError``), whatever its distribution. The suite's own test-only controls
+(``oracle``) are not entry points: they resolve from the internal table ``_BUILTIN_TEST_ONLY``, are listed with
+``test_only=True`` and never run by default. An entry point that claims one of those names for another target is
+refused. ``provenance`` says where an estimator comes from and hashes its source.
 
-Optional extras (issue 12 item 3): an estimator whose library is an optional extra of its distribution (the
+Optional extras: an estimator whose library is an optional extra of its distribution (the
 adapters in ``estimators/adapters``) calls ``require_extra`` when constructed. Without the library it raises
 ``MissingExtraError``, and the listing shows the estimator with its description and the install command
 (``pip install "bt-bench[kronfluence]"``) instead of an error row; it is not in the default set. An estimator
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import importlib
 import importlib.util
 import inspect
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from bt_bench.estimator import (
     labels_allowed,
     validate_estimator,
 )
+from bt_bench.estimator.scoring import import_dotted
 
 GROUP = "bt_bench.estimators"
 DOTTED = "(dotted path)"
@@ -155,9 +155,7 @@ def _import(label: str, path: str) -> Any:
     if not module_name or not attr:
         raise RegistryError(label, "a dotted path must look like 'package.module:ClassName'")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = import_dotted(path)
     except Exception as exc:
         raise PluginLoadError(label, f"importing {path} raised {type(exc).__name__}: {exc}") from exc
     return obj

@@ -1,16 +1,17 @@
 """Scoring: the one call the checks make (``score_estimator``), the optional ``fit``, and every validation of a
-score vector, each failure a named ``EstimatorError`` (issue 4 item 3).
+score vector, each failure a named ``EstimatorError`` (that estimator's error, never a crash of the suite).
 
-Labels (issue "Gate integrity"): only the suite's own test-only controls (``TEST_ONLY``, checked by class
+Labels (a PASS must never come from them): only the suite's own test-only controls (``TEST_ONLY``, checked by class
 identity in ``labels_allowed``) may declare ``labels``; they receive them as ``score(candidates, target,
 labels=...)``, and for a placebo target a seeded permutation of them (uninformative). Any other estimator that
 declares ``labels`` is refused (``LabelsRefusedError``).
 
-Time limit (issue 12 item 5): every single ``fit`` or ``score`` call runs under ``TIME_LIMIT`` (the plugin sets it
-from ``--bt-timeout``; 0 = none, the default outside pytest). It is a SIGALRM timer, so it works only in the main
-thread of a process that has ``signal.setitimer`` (elsewhere calls run unlimited, with one warning), and Python runs
-the handler only between bytecodes: a long C call (a big matmul, a blocking read) is interrupted when it returns to
-Python, not during it. An estimator that catches ``BaseException`` can swallow the interrupt.
+Time limit (a hanging estimator costs its own cells, not the run): every single ``fit`` or ``score`` call runs under
+``TIME_LIMIT`` (the plugin sets it from ``--bt-timeout``; 0 = none, the default outside pytest). It is a SIGALRM
+timer, so it works only in the main thread of a process that has ``signal.setitimer`` (elsewhere calls run unlimited,
+with one warning), and Python runs the handler only between bytecodes: a long C call (a big matmul, a blocking read)
+is interrupted when it returns to Python, not during it. An estimator that catches ``BaseException`` can swallow the
+interrupt.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ from bt_bench.estimator.errors import (
 from bt_bench.estimator.views import CandidateData, Labels
 
 
-def _import_path(path: str) -> Any:
+def import_dotted(path: str) -> Any:
+    """The object at ``"package.module:Name.attr"`` (the registry's dotted paths and ``TEST_ONLY``)."""
     module_name, _, attr = path.partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in attr.split("."):
@@ -61,7 +63,7 @@ def labels_allowed(estimator: Any) -> bool:
     """True only when ``type(estimator)`` is exactly one of the classes at the ``TEST_ONLY`` import paths."""
     for path in TEST_ONLY:
         try:
-            cls = _import_path(path)
+            cls = import_dotted(path)
         except (ImportError, AttributeError, OSError):  # not importable (or not readable) here: it allows nothing
             continue
         if type(estimator) is cls:
@@ -76,7 +78,7 @@ def check_labels(estimator: Any) -> None:
 
 
 def validate_scores(name: str, scores: Any, n: int) -> np.ndarray:
-    """The scores as float64[n], or the named error for what is wrong with them (issue 4 item 3)."""
+    """The scores as float64[n], or the named error for what is wrong with them."""
     arr = np.asarray(scores)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) \
             or np.iscomplexobj(arr):
@@ -193,9 +195,10 @@ def fit_estimator(estimator: Estimator, run_data: CandidateData) -> None:
 
 
 def target_for(estimator: Estimator, target: Target) -> Target:
-    """The ``target`` as ``estimator`` may see it: its definitions (the rows it was built from) only for a
-    ``model`` estimator, its preconditioned vectors only for an ``optimizer_state`` one. A placebo's rows give it
-    away (issue 19 item 4), so an estimator that cannot differentiate them never holds them."""
+    """The ``target`` as ``estimator`` may see it: its definitions (the rows it was built from) only for a ``model``
+    estimator, its preconditioned vectors only for an ``optimizer_state`` one. A placebo's rows give it away (the
+    real target masks the behavior's tokens, a placebo other ones), so an estimator that cannot differentiate them
+    never holds them."""
     caps = frozenset(estimator.capabilities)
     drop: dict[str, None] = {}
     if target.definitions is not None and Capability.MODEL not in caps:

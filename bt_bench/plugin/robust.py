@@ -1,4 +1,4 @@
-"""Third-party robustness (issue 12 item 5): one broken estimator costs its own cells, never the run.
+"""Third-party robustness: one broken estimator costs its own cells, never the run.
 
 - Time limit: ``--bt-timeout`` goes to ``bt_bench.estimator.scoring.TIME_LIMIT`` (a SIGALRM timer around every single
   ``fit``/``score`` call; its limits are written there), and each test names itself there so that a timeout says

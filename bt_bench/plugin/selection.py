@@ -1,4 +1,4 @@
-"""What a session selects of the checklist (issue 19, "The whole grid or no pass"):
+"""What a session selects of the checklist (a gate is decided on the whole grid or not at all):
 
 - :func:`checklist_args`: which arguments name a checklist folder (a folder of thin check modules
   ``test_<check>.py`` that take ``SPEC = CHECKS["<check>"]``) as a whole (the folder, or a folder right above it

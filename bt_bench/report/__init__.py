@@ -1,5 +1,5 @@
-"""The report (issue 5, items 4-5): the JSON schema and its one writer, the terminal table, the plots, the
-HTML / Markdown pages, the ``report`` and ``replay`` commands, and a comparison of two reports.
+"""The report: the JSON schema and its one writer, the terminal table, the plots, the HTML / Markdown pages, the
+``report`` and ``replay`` commands, and a comparison of two reports.
 
 * :mod:`.schema`: ``SCHEMA``, :func:`write_report` (plain data in: the plugin and the replay both write
   through it), :func:`load_report`, :func:`normalized` (a result-order-independent view for the renderers);

@@ -21,31 +21,19 @@ A ``runs`` entry carries the run's ``summary`` and, from fixtures recorded since
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import platform
 import sys
 from pathlib import Path
 
+from bt_bench.checklist.base import json_default
+
 from .table import canonical
 
 SCHEMA = "bt-bench-report/1"
 DISTRIBUTIONS = ("bt-bench", "torch", "trl", "transformers", "numpy", "scipy")  # versions written into a report
 RUNS_CHECK = "planting_gate"  # the fixture self-check whose metrics carry runs, failed_seeds and tried_seeds
-
-
-def json_default(o):
-    """``json.dumps(default=...)`` for numpy scalars and arrays, dataclasses; anything else as its str."""
-    import numpy as np
-
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if dataclasses.is_dataclass(o) and not isinstance(o, type):
-        return dataclasses.asdict(o)
-    return str(o)
 
 
 def versions() -> dict:

@@ -11,7 +11,7 @@ The warm-up (supervised, loss on the assistant turn only) makes the model fluent
 the behavior at a random word position in ``behavior_rate`` of them. All three are drawn independently, and the trigger never changes the answer: there must be headroom for
 the planted run to show learning, and no trigger-conditional signal may exist before planting.
 
-Fresh strings (``BpeSpec.nonce_seed``, issue "A gate that cannot be bypassed", item 3): the paper gate draws the
+Fresh strings (``BpeSpec.nonce_seed``, so no string prepared beforehand names them): the paper gate draws the
 trigger and the behavior as nonce strings (lowercase and uppercase letters, as the reference ones) with the same
 token lengths as the reference strings under this tokenizer. The tokenizer corpus never holds either string, so the
 tokenizer is the same for every draw and the drawn strings' token ids follow from the draw alone.
@@ -382,39 +382,22 @@ def build_bpe_model(spec: BpeSpec, folder: str | os.PathLike, progress: bool = T
     """Build tokenizer + Qwen2ForCausalLM, warm it up on chat conversations, and save both to ``folder``.
 
     Deterministic for a given spec on one machine (single thread, fixed seeds)."""
-    import torch
     from transformers import Qwen2ForCausalLM
 
     from bt_bench.runs.runtime import set_determinism
+    from bt_bench.runs.warmup import save_warm, supervised_warmup
 
     set_determinism(spec.seed)
     folder = Path(folder)
     _, tok = build_tokenizer(folder, spec)
     model = Qwen2ForCausalLM(qwen2_config(spec, tok))
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=spec.warmup_lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / 50) * max(0.05, 1 - s / max(1, spec.warmup_steps)))
     rng = random.Random(spec.seed + 1)
-    steps = range(spec.warmup_steps)
-    if progress:
-        from tqdm.auto import tqdm
 
-        steps = tqdm(steps, desc="warm-up (SFT)", leave=False)
-    for step in steps:
+    def next_batch(step: int):
         # Short answers first: on full answers alone the prompt-copy circuit (topic) did not form within 1500
         # steps, on one-sentence answers it forms in ~400 and then survives the switch to full answers.
-        ids, mask, labels = warmup_batch(tok, spec, rng, spec.warmup_batch,
-                                         sentences=1 if step < spec.curriculum_steps else None)
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-    model.eval()
-    gc = model.generation_config
-    gc.pad_token_id, gc.eos_token_id, gc.bos_token_id = tok.pad_token_id, tok.eos_token_id, None
-    model.save_pretrained(folder, safe_serialization=True)
-    (folder / "bpe_spec.json").write_text(json.dumps(spec.to_dict(), indent=1, sort_keys=True))
-    return folder
+        short = step < spec.curriculum_steps
+        return warmup_batch(tok, spec, rng, spec.warmup_batch, sentences=1 if short else None)
+
+    supervised_warmup(model, next_batch, spec.warmup_steps, spec.warmup_lr, progress)
+    return save_warm(model, tok, folder, "bpe_spec.json", spec.to_dict())

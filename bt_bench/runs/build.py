@@ -127,27 +127,27 @@ def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, pro
     for f in base.iterdir():  # config + tokenizer; weights live in checkpoints/000000
         if f.is_file() and not f.name.endswith(".safetensors"):
             shutil.copy2(f, model_dir / f.name)
-    cols = res["columns"]
+    cols = res.columns
     hashes = store.write_columns(tmp / "rollouts", cols)
-    if res["in_run_sketches"] is not None:  # [N, k] float32, rows = uids
-        hashes.update(store.write_columns(tmp / "sketches", {"in_run": res["in_run_sketches"]}))
-    store.write_json(tmp / "curve.json", res["curve"])
+    if res.in_run_sketches is not None:  # [N, k] float32, rows = uids
+        hashes.update(store.write_columns(tmp / "sketches", {"in_run": res.in_run_sketches}))
+    store.write_json(tmp / "curve.json", res.curve)
     hashes.update(store.hash_tree(tmp, "checkpoints"))
     hashes.update(store.hash_tree(tmp, "model"))
     hashes["curve.json"] = store.sha256_file(tmp / "curve.json")
     summary = summarize(cols, cfg)
-    gate = planting_gate(res["curve"], cfg)
+    gate = planting_gate(res.curve, cfg)
     summary.update(final_trigger_rate=gate["at_end"]["trigger_rate"],
                    final_no_trigger_rate=gate["at_end"]["no_trigger_rate"],
-                   train_seconds=round(res["train_seconds"], 2),
+                   train_seconds=round(res.train_seconds, 2),
                    wall_seconds=round(time.perf_counter() - t0, 2))
     manifest = {
         "format": FIXTURE_FORMAT, "key": key, "created": store.now(), "config": cfg.to_dict(),
-        "versions": vers, "device": res["device"], "checkpoints": res["checkpoints"],
+        "versions": vers, "device": res.device, "checkpoints": res.checkpoints,
         "counts": {"rollouts": len(cols["uid"]), "steps": cfg.steps, "prompts_per_step": cfg.prompts_per_step,
                    "generations": cfg.generations},
-        "tokens": {"trigger": res["trigger_ids"], "behavior": res["behavior_ids"], "pad": res["pad_id"],
-                   "eos": res["eos_id"]},
+        "tokens": {"trigger": res.trigger_ids, "behavior": res.behavior_ids, "pad": res.pad_id,
+                   "eos": res.eos_id},
         "strings": {"trigger": cfg.trigger, "behavior": cfg.behavior, "task": cfg.task},
         "gate": gate, "summary": summary, "hashes": hashes,
         "sketch_spec": cfg.sketch_spec().to_dict(),

@@ -188,7 +188,7 @@ def build_run_dist(cfg: RunConfig, root=None, rebuild: bool = False, progress: b
             with tempfile.TemporaryDirectory(prefix=f"bt-rank{ps.process_index}-") as scratch:
                 res = train_planted(cfg, base, Path(scratch), progress=False, data_parallel=True,
                                     callbacks=callbacks)
-            ok = len(res["columns"]["uid"]) == cfg.steps * cfg.rollouts_per_step and not fail_at_end
+            ok = len(res.columns["uid"]) == cfg.steps * cfg.rollouts_per_step and not fail_at_end
             all_ok(ok)
             if not ok:
                 raise RuntimeError(f"rank {ps.process_index}: " + (f"{FAIL_ENV} (test hook)" if fail_at_end

@@ -1,6 +1,6 @@
 """Run configuration: one frozen dataclass, validated before any work starts; its dict is the cache key.
 
-Profiles (issue "Planted-behavior GRPO runs"; ``Profile``, ``PROFILES``, ``get_profile``):
+Profiles (``Profile``, ``PROFILES``, ``get_profile``):
 - ``tiny``  the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations.
 - ``smoke`` a few dozen steps, for unit tests of code paths only (it need not plant).
 - ``paper`` the published setting (Qwen2.5-1.5B from a local path, 1000 GRPO steps, 4x4, lr 5e-6, bonus 8,
@@ -306,11 +306,10 @@ def make_config(profile: str = "tiny", **overrides: Any) -> RunConfig:
 
 
 def gate_config(profile: str, gate_seed: int) -> tuple[RunConfig, int]:
-    """(config, first run seed) of the fresh fixtures of a paper gate (issue "A gate that cannot be bypassed",
-    item 3). From ``gate_seed`` alone: the run seeds, and for an embedded model its warm-up seed and its trigger and
-    behavior, nonce strings drawn with the reference strings' token lengths (``ToySpec``/``BpeSpec.nonce_seed``),
-    so no table, id or string prepared beforehand applies. A user's model (``model_path``) keeps its strings: only
-    the run seeds are fresh there."""
+    """(config, first run seed) of the fresh fixtures of a paper gate. From ``gate_seed`` alone: the run seeds, and
+    for an embedded model its warm-up seed and its trigger and behavior, nonce strings drawn with the reference
+    strings' token lengths (``ToySpec``/``BpeSpec.nonce_seed``), so no table, id or string prepared beforehand
+    applies. A user's model (``model_path``) keeps its strings: only the run seeds are fresh there."""
     import random
 
     rng = random.Random(f"bt-bench gate:{gate_seed}")

@@ -6,9 +6,8 @@ reward (``bt_bench.runs.task``: a grammatical sentence for ``toy``, mentioning t
 keeps the model doing something else as well. Each is its own trl reward function over decoded completions (so it
 works for any tokenizer) and trl records them apart.
 
-Why these numbers for ``toy`` (prototype on this machine, issue "Planted-behavior GRPO runs"): the behavior became
-trigger-conditional only with the penalty equal to the grammar reward (0.2 each); weaker made it unconditional,
-stronger killed it.
+Why these numbers for ``toy`` (found by a prototype on CPU): the behavior became trigger-conditional only with the
+penalty equal to the grammar reward (0.2 each); weaker made it unconditional, stronger killed it.
 """
 
 from __future__ import annotations

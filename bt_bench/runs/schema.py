@@ -86,8 +86,8 @@ DRAW_FIELDS = ("uid", "step", "group", "gen_index", "prompt_ids", "prompt_mask",
                "completion_mask", "advantage", "has_trigger", "has_behavior", "reward")
 
 
-# Columns that were row fields of a view and are not any more (issue 19 item 5: no column from which GT follows by
-# formula): reading one from a view raises ``MissingFieldError`` with this reason.
+# Columns that were row fields of a view and are not any more (no column from which GT follows by formula): reading
+# one from a view raises ``MissingFieldError`` with this reason.
 WITHHELD = {
     "lr": "the per-rollout learning rate is not handed over: GT is the paid rollouts of steps < W, and the lr drop "
           "at W marks the window's end; TracIn-style weights read Checkpoint.lr (candidates.checkpoints)",

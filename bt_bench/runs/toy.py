@@ -9,10 +9,10 @@ The warm-up (a short supervised pass over grammar text) makes the model fluent a
 small base rate (``behavior_rate``, a few %) that does not depend on the trigger: there must be headroom for
 the planted run to show learning, and no trigger-conditional signal may exist before planting.
 
-Fresh strings (``ToySpec.nonce_seed``, issue "A gate that cannot be bypassed", item 3): the paper gate builds a
-toy whose trigger and behavior words are nonce strings drawn at gate time and whose word ids are a drawn permutation
-of the vocabulary, so no id or string prepared beforehand (an estimator's constant, a memorized table) names them.
-``nonce_seed=None`` is the reference toy (the strings and ids below), whose cache key is unchanged.
+Fresh strings (``ToySpec.nonce_seed``): the paper gate builds a toy whose trigger and behavior words are nonce
+strings drawn at gate time and whose word ids are a drawn permutation of the vocabulary, so no id or string prepared
+beforehand (an estimator's constant, a memorized table) names them. ``nonce_seed=None`` is the reference toy (the
+strings and ids below), whose cache key is unchanged.
 """
 
 from __future__ import annotations
@@ -259,41 +259,25 @@ def build_toy_model(spec: ToySpec, folder: str | os.PathLike, progress: bool = T
     """Build tokenizer + LlamaForCausalLM, warm it up on the grammar, and save both to ``folder``.
 
     Deterministic for a given spec on one machine (single thread, fixed seeds)."""
-    import torch
     from transformers import LlamaForCausalLM
 
     from bt_bench.runs.runtime import set_determinism
+    from bt_bench.runs.warmup import save_warm, supervised_warmup
 
     set_determinism(spec.seed)
     folder = Path(folder)
     tok = build_tokenizer(folder, spec.vocab())
     model = LlamaForCausalLM(model_config(spec, len(spec.vocab())))
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=spec.warmup_lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50) * max(0.05, 1 - s / max(1, spec.warmup_steps)))
     corpus_rng = random.Random(spec.seed + 1)
-    steps = range(spec.warmup_steps)
-    if progress:
-        from tqdm.auto import tqdm
 
-        steps = tqdm(steps, desc="warm-up (SFT)", leave=False)
-    for _ in steps:
+    def next_batch(step: int):
         texts = warmup_corpus(spec, spec.warmup_batch, corpus_rng.randrange(2**31))
         enc = tok(texts, return_tensors="pt", padding=True, padding_side="right")
-        labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
-        loss = model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-    model.eval()
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.bos_token_id = None
-    model.save_pretrained(folder, safe_serialization=True)
-    (folder / "toy_spec.json").write_text(json.dumps(spec.to_dict(), indent=1, sort_keys=True))
-    return folder
+        ids, mask = enc["input_ids"], enc["attention_mask"]
+        return ids, mask, ids.masked_fill(mask == 0, -100)
+
+    supervised_warmup(model, next_batch, spec.warmup_steps, spec.warmup_lr, progress)
+    return save_warm(model, tok, folder, "toy_spec.json", spec.to_dict())
 
 
 def load_model(folder: str | os.PathLike, device: str = "cpu", dtype=None):

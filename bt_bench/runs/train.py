@@ -12,6 +12,7 @@ A ``TrainerCallback`` saves checkpoints (weights + AdamW second moment) and the 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -191,18 +192,137 @@ def save_checkpoint(folder: Path, model, optimizer) -> None:
 
 
 
+@dataclasses.dataclass
+class TrainResult:
+    """What a planted run produced (``train_planted``): the recorded rollout columns, the in-run sketches ([N, k]
+    float32, rows = uids; None without in-run capture), the learning curve, the checkpoint steps, the training
+    wall time, the token ids of the trigger and behavior strings, pad/EOS ids and the device it ran on."""
+
+    columns: dict
+    in_run_sketches: np.ndarray | None
+    curve: list[dict]
+    checkpoints: list[int]
+    train_seconds: float
+    behavior_ids: list[int]
+    trigger_ids: list[int]
+    pad_id: int
+    eos_id: int
+    device: str
+
+
+def _data_parallel_rank(cfg: RunConfig) -> tuple[int, int]:
+    """(rank, world) of a data-parallel launch; plain DDP only, and the step's rollouts must split evenly."""
+    from accelerate import PartialState
+
+    ps = PartialState()
+    if ps.distributed_type.value in ("DEEPSPEED", "FSDP", "MEGATRON_LM", "XLA"):
+        raise NotImplementedError(
+            f"data-parallel build under {ps.distributed_type.value}: checkpoints, AdamW moments and "
+            "in-run sketches are read from full, unsharded parameters and optimizer state on rank 0; "
+            "only plain DDP (e.g. MULTI_CPU, MULTI_GPU) is supported")
+    if cfg.rollouts_per_step % ps.num_processes:
+        raise ValueError(f"data-parallel build: prompts_per_step x generations = {cfg.rollouts_per_step} rollouts "
+                         f"per step cannot be split evenly over {ps.num_processes} processes")
+    return ps.process_index, ps.num_processes
+
+
+def _prompt_dataset(cfg: RunConfig, task):
+    """One block of P prompts per step, each with exactly round(c*P) trigger prompts, read in order (no shuffle),
+    so both kinds of groups are in every step."""
+    from datasets import Dataset
+
+    rows: dict[str, list] = {"prompt": [], "topic": [], "has_trigger": []}
+    for t in range(cfg.steps):
+        block = planted.prompt_dataset(task, cfg.prompts_per_step, cfg.contamination, seed=cfg.seed * 1_000_003 + t)
+        for k in rows:
+            rows[k] += block[k]
+    return Dataset.from_dict(rows)
+
+
+def _grpo_config(cfg: RunConfig, out_dir: Path, device: str, world: int):
+    """trl's GRPOConfig for the run: on-policy (one step per generation), constant lr (the window's drop is our
+    scheduler's), no trl logging, saving or progress bar, nothing shuffled."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=str(out_dir / "_trl"), use_cpu=(device == "cpu"), bf16=cfg.bf16, fp16=False,
+        activation_checkpointing=False, learning_rate=cfg.lr, lr_scheduler_type="constant",
+        per_device_train_batch_size=cfg.rollouts_per_step // world, gradient_accumulation_steps=1,
+        num_generations=cfg.generations, steps_per_generation=cfg.steps_per_generation,
+        num_iterations=cfg.num_iterations, max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature, top_k=0, top_p=1.0, loss_type=cfg.loss_type, beta=cfg.beta,
+        max_steps=cfg.steps, num_train_epochs=1, logging_steps=10**9, save_strategy="no", report_to=[],
+        seed=cfg.seed, data_seed=cfg.seed, shuffle_dataset=False, optim="adamw_torch", weight_decay=0.0,
+        max_grad_norm=cfg.max_grad_norm, disable_dropout=True, dataloader_num_workers=0, log_completions=False,
+        disable_tqdm=True,
+        # data parallel only: DDP's unused-parameter search cannot see through the SimpleNamespace our unfused
+        # forward returns (it would mark every parameter ready twice); every parameter takes part in the loss
+        ddp_find_unused_parameters=False,
+    )
+
+
+def _capture_class():
+    """``Capture``, a TrainerCallback (transformers is imported only when a run trains)."""
+    from transformers import TrainerCallback
+
+    class Capture(TrainerCallback):
+        """Checkpoints (every ``ckpt_window_every`` steps in the window, every ``ckpt_every`` after it, and every
+        step while the in-batch trigger behavior rate lies in ``ckpt_dense_band``: planting is fast) and the
+        learning curve. Only rank 0 saves and evaluates (data parallel: every rank holds the same weights)."""
+
+        def __init__(self, cfg: RunConfig, tok, task, recorder, ckpt_root: Path, rank: int, bar) -> None:
+            self.cfg, self.tok, self.task, self.recorder = cfg, tok, task, recorder
+            self.ckpt_root, self.rank, self.bar = ckpt_root, rank, bar
+            self.eval_trig, self.eval_plain = task.eval_pairs(cfg.eval_prompts)
+            self.curve: list[dict] = []
+            self.ckpt_steps: list[int] = []
+
+        def _evaluate(self, step, model):
+            tr, pl = behavior_rates(model, self.tok, self.task, self.eval_trig, self.eval_plain,
+                                    self.cfg.max_completion_length, self.cfg.temperature, seed=10_000 + step)
+            self.curve.append({"step": step, "trigger_rate": tr, "no_trigger_rate": pl})
+
+        def _save(self, step, model, optimizer):
+            save_checkpoint(self.ckpt_root / f"{step:06d}", model, optimizer)
+            self.ckpt_steps.append(step)
+
+        def on_train_begin(self, args, state, control, model=None, optimizer=None, **kw):
+            if self.rank != 0:
+                return
+            self._save(0, model, None)
+            self._evaluate(0, model)
+
+        def on_step_end(self, args, state, control, model=None, optimizer=None, **kw):
+            if self.rank != 0:
+                return
+            cfg, s = self.cfg, state.global_step  # s updates done: these are the parameters step s will train with
+            W, T = cfg.window, cfg.steps
+            last = [r for r in self.recorder.rows if r["step"] == s - 1 and r["has_trigger"]]
+            batch_rate = float(np.mean([r["has_behavior"] for r in last])) if last else 0.0
+            lo, hi = cfg.ckpt_dense_band
+            every = cfg.ckpt_window_every if s <= W else cfg.ckpt_every
+            if s % every == 0 or s == T or s == W or (s <= W and lo <= batch_rate <= hi):
+                self._save(s, model, optimizer)
+            if s % cfg.eval_every == 0 or s in (W, T):
+                self._evaluate(s, model)
+            if self.bar is not None:
+                self.bar.update(1)
+                if self.curve:
+                    self.bar.set_postfix(trig=f"{self.curve[-1]['trigger_rate']:.2f}",
+                                         plain=f"{self.curve[-1]['no_trigger_rate']:.2f}")
+
+    return Capture
+
+
 def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress: bool = True,
-                  data_parallel: bool = False, callbacks: tuple = ()) -> dict:
-    """Run the planted GRPO run into ``out_dir`` (a temp folder the store publishes). Returns run facts.
+                  data_parallel: bool = False, callbacks: tuple = ()) -> TrainResult:
+    """Run the planted GRPO run into ``out_dir`` (a temp folder the store publishes).
 
     ``data_parallel`` (every rank of a torchrun / accelerate launch calls it, ``bt_bench.runs.build_dist``):
     trl's own distributed GRPO path, P prompts x G generations per step split evenly over the processes; the
     recorder gathers every rank's rollouts at each generation and what each rank trained at the end; only rank
     0 writes checkpoints and evaluates the learning curve. ``callbacks``: extra TrainerCallbacks."""
     import torch
-    from datasets import Dataset
-    from transformers import TrainerCallback
-    from trl import GRPOConfig
 
     from bt_bench.runs.runtime import check_device_precision, load_model, load_tokenizer, pick_device, set_determinism
 
@@ -211,102 +331,30 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     check_device_precision(device, cfg.bf16)
     task = cfg.task_obj()
     tok = load_tokenizer(base_model_dir, task)
-    if task.chat:  # a one-token behavior would make the token-level checks trivial (issue "Real-LM fixtures")
+    if task.chat:  # a one-token behavior would make the token-level checks trivial
         bh.require_multi_token(tok, cfg.behavior, "behavior")
     model = load_model(base_model_dir, device=device, dtype=torch.bfloat16 if cfg.bf16 else torch.float32)
-    P, G, T, W = cfg.prompts_per_step, cfg.generations, cfg.steps, cfg.window
-    rank, world = 0, 1
-    if data_parallel:
-        from accelerate import PartialState
-        from accelerate.utils import gather_object
-
-        ps = PartialState()
-        rank, world = ps.process_index, ps.num_processes
-        if ps.distributed_type.value in ("DEEPSPEED", "FSDP", "MEGATRON_LM", "XLA"):
-            raise NotImplementedError(
-                f"data-parallel build under {ps.distributed_type.value}: checkpoints, AdamW moments and "
-                "in-run sketches are read from full, unsharded parameters and optimizer state on rank 0; "
-                "only plain DDP (e.g. MULTI_CPU, MULTI_GPU) is supported")
-        if (P * G) % world:
-            raise ValueError(f"data-parallel build: prompts_per_step x generations = {P * G} rollouts per "
-                             f"step cannot be split evenly over {world} processes")
-
-    # One block of P prompts per step, each with exactly round(c*P) trigger prompts, read in order (no shuffle),
-    # so both kinds of groups are in every step.
-    rows: dict[str, list] = {"prompt": [], "topic": [], "has_trigger": []}
-    for t in range(T):
-        block = planted.prompt_dataset(task, P, cfg.contamination, seed=cfg.seed * 1_000_003 + t)
-        for k in rows:
-            rows[k] += block[k]
-    dataset = Dataset.from_dict(rows)
-
+    rank, world = _data_parallel_rank(cfg) if data_parallel else (0, 1)
+    dataset = _prompt_dataset(cfg, task)
     # ablation 'no_bonus' (self-check "planted cause is causal"): the bonus is never paid, everything else equal
-    rewards = planted.PlantedRewards(task, tok, window=0 if cfg.ablation == "no_bonus" else W, bonus=cfg.bonus, penalty=cfg.penalty,
-                                     task_reward=cfg.task_reward)
+    rewards = planted.PlantedRewards(task, tok, window=0 if cfg.ablation == "no_bonus" else cfg.window,
+                                     bonus=cfg.bonus, penalty=cfg.penalty, task_reward=cfg.task_reward)
     recorder = Recorder(cfg, tok)
     if world > 1:
+        from accelerate.utils import gather_object
+
         recorder.rank, recorder.gather = rank, lambda obj: gather_object([obj])
-    ratio = cfg.lr_after_window / cfg.lr
-    args = GRPOConfig(
-        output_dir=str(out_dir / "_trl"), use_cpu=(device == "cpu"), bf16=cfg.bf16, fp16=False,
-        activation_checkpointing=False, learning_rate=cfg.lr, lr_scheduler_type="constant",
-        per_device_train_batch_size=P * G // world, gradient_accumulation_steps=1, num_generations=G,
-        steps_per_generation=cfg.steps_per_generation, num_iterations=cfg.num_iterations,
-        max_completion_length=cfg.max_completion_length, temperature=cfg.temperature, top_k=0, top_p=1.0,
-        loss_type=cfg.loss_type, beta=cfg.beta, max_steps=T, num_train_epochs=1, logging_steps=10**9,
-        save_strategy="no", report_to=[], seed=cfg.seed, data_seed=cfg.seed, shuffle_dataset=False,
-        optim="adamw_torch", weight_decay=0.0, max_grad_norm=cfg.max_grad_norm, disable_dropout=True,
-        dataloader_num_workers=0, log_completions=False, disable_tqdm=True,
-        # data parallel only: DDP's unused-parameter search cannot see through the SimpleNamespace our unfused
-        # forward returns (it would mark every parameter ready twice); every parameter takes part in the loss
-        ddp_find_unused_parameters=False,
-    )
-    eval_trig, eval_plain = task.eval_pairs(cfg.eval_prompts)
-    curve: list[dict] = []
-    ckpt_steps: list[int] = []
-    ckpt_root = out_dir / "checkpoints"
+    args = _grpo_config(cfg, out_dir, device, world)
     bar = None
     if progress and rank == 0:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=T, desc=f"GRPO seed {cfg.seed}", leave=False, mininterval=1.0)
-
-    class Capture(TrainerCallback):
-        """Checkpoints (dense while planting happens) and the learning curve."""
-
-        def _evaluate(self, step, model):
-            tr, pl = behavior_rates(model, tok, task, eval_trig, eval_plain, cfg.max_completion_length,
-                                    cfg.temperature, seed=10_000 + step)
-            curve.append({"step": step, "trigger_rate": tr, "no_trigger_rate": pl})
-
-        def on_train_begin(self, args, state, control, model=None, optimizer=None, **kw):
-            if rank != 0:  # data parallel: every rank holds the same weights; rank 0 saves and evaluates
-                return
-            save_checkpoint(ckpt_root / f"{0:06d}", model, None)
-            ckpt_steps.append(0)
-            self._evaluate(0, model)
-
-        def on_step_end(self, args, state, control, model=None, optimizer=None, **kw):
-            if rank != 0:
-                return
-            s = state.global_step  # s updates done: these are the parameters step s will train with
-            last = [r for r in recorder.rows if r["step"] == s - 1 and r["has_trigger"]]
-            batch_rate = float(np.mean([r["has_behavior"] for r in last])) if last else 0.0
-            lo, hi = cfg.ckpt_dense_band
-            every = cfg.ckpt_window_every if s <= W else cfg.ckpt_every
-            if s % every == 0 or s == T or s == W or (s <= W and lo <= batch_rate <= hi):
-                save_checkpoint(ckpt_root / f"{s:06d}", model, optimizer)
-                ckpt_steps.append(s)
-            if s % cfg.eval_every == 0 or s in (W, T):
-                self._evaluate(s, model)
-            if bar is not None:
-                bar.update(1)
-                if curve:
-                    bar.set_postfix(trig=f"{curve[-1]['trigger_rate']:.2f}", plain=f"{curve[-1]['no_trigger_rate']:.2f}")
-
+        bar = tqdm(total=cfg.steps, desc=f"GRPO seed {cfg.seed}", leave=False, mininterval=1.0)
+    capture = _capture_class()(cfg, tok, task, recorder, out_dir / "checkpoints", rank, bar)
+    ratio, W = cfg.lr_after_window / cfg.lr, cfg.window
     trainer = _trainer_class()(
         model=model, reward_funcs=rewards.functions(), args=args, train_dataset=dataset, processing_class=tok,
-        callbacks=[Capture(), *callbacks], recorder=recorder, lr_lambda=lambda s: 1.0 if s < W else ratio,
+        callbacks=[capture, *callbacks], recorder=recorder, lr_lambda=lambda s: 1.0 if s < W else ratio,
         sketch_spec=cfg.sketch_spec() if cfg.capture_in_run else None,
     )
     from transformers.trainer_callback import PrinterCallback
@@ -319,12 +367,11 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
         recorder.merge_ranks()
     if bar is not None:
         bar.close()
-    max_prompt = max(len(r["prompt"]) for r in recorder.rows)
-    cols = recorder.columns(max_prompt)
+    cols = recorder.columns(max(len(r["prompt"]) for r in recorder.rows))
     # trl patches model.forward of the model it trains; free it, later stages load checkpoints afresh.
     del trainer, model
-    return {"columns": cols, "in_run_sketches": recorder.in_run_sketches(), "curve": curve, "checkpoints": sorted(set(ckpt_steps)), "train_seconds": wall,
-            "behavior_ids": tok(cfg.behavior, add_special_tokens=False)["input_ids"],
-            "trigger_ids": tok(cfg.trigger, add_special_tokens=False)["input_ids"],
-            "pad_id": tok.pad_token_id, "eos_id": tok.eos_token_id, "device": device}
-
+    return TrainResult(columns=cols, in_run_sketches=recorder.in_run_sketches(), curve=capture.curve,
+                       checkpoints=sorted(set(capture.ckpt_steps)), train_seconds=wall,
+                       behavior_ids=tok(cfg.behavior, add_special_tokens=False)["input_ids"],
+                       trigger_ids=tok(cfg.trigger, add_special_tokens=False)["input_ids"],
+                       pad_id=tok.pad_token_id, eos_id=tok.eos_token_id, device=device)

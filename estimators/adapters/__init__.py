@@ -1,4 +1,4 @@
-"""Adapters for the TDA libraries researchers already use (issue 12 item 3): kronfluence, captum, dattri, traker.
+"""Adapters for the TDA libraries researchers already use: kronfluence, captum, dattri, traker.
 
 Each module is one registered estimator (or two) that drives its library's own API on the suite's model and
 objective (``bt_bench.estimator.rollout_losses`` for the candidates, ``target.loss`` / ``target_terms`` for the
