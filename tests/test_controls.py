@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
+from bt_bench.checklist.base import combine
 from bt_bench.checklist.registry import CHECKS
-from bt_bench.checklist.verdicts import combine
 
 pytestmark = pytest.mark.slow
 DRAWS = 3
@@ -24,11 +24,11 @@ ALL = TRAINING_CHECKS + ("fluency_confound", "seed_draw_variance", "target_depen
 
 @pytest.fixture(scope="module")
 def suite(shared_cache):
+    from bt_bench.checklist.base import Thresholds
+    from bt_bench.checklist.suite import Suite
+    from bt_bench.fixture.reader import fixture_config, load_fixture
     from bt_bench.runs.build import fixture_seeds
     from bt_bench.runs.config import make_config
-    from bt_bench.fixture.reader import fixture_config, load_fixture
-    from bt_bench.checklist.suite import Suite
-    from bt_bench.checklist.verdicts import Thresholds
 
     runs, failed = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
     fixtures = [load_fixture(r, fixture_config("tiny", DRAWS), shared_cache) for r in runs]

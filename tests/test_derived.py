@@ -101,7 +101,7 @@ def test_fixture_hands_plain_data_and_the_views_build_the_containers(derived):
 def test_checkpoint_thresholds_are_the_checklists():
     """One set of numbers: the checkpoints the fixture picks follow the checklist's thresholds (defaults equal;
     a profile's overrides and a user's thresholds reach the DrawConfig)."""
-    from bt_bench.checklist.verdicts import Thresholds
+    from bt_bench.checklist.base import Thresholds
     from bt_bench.fixture.draws import DrawConfig
     from bt_bench.runs.config import get_profile
 

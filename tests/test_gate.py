@@ -137,9 +137,9 @@ def test_a_new_check_is_in_the_grid_without_a_second_list(monkeypatch):
 
 
 def test_not_applicable_is_the_suites_rule():
+    from bt_bench.checklist.base import Thresholds
     from bt_bench.checklist.grid import not_applicable
     from bt_bench.checklist.suite import NotApplicable, Suite
-    from bt_bench.checklist.verdicts import Thresholds
 
     suite = Suite(fixtures=[], failed_seeds=[], thresholds=Thresholds())
     with pytest.raises(NotApplicable) as e:
@@ -248,9 +248,9 @@ def test_table_shows_incomplete_with_the_count():
 # ------------------------------------------------------------------------------------- plugin (pytester)
 CELLS = '''
 import pytest
+from bt_bench.checklist.base import Verdict
 from bt_bench.checklist.glue import cell, run_cell
 from bt_bench.checklist.suite import NotApplicable, SkipCell
-from bt_bench.checklist.verdicts import Verdict
 
 OUT = {OUT}
 

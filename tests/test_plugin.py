@@ -11,8 +11,8 @@ import pytest
 
 CELL_TEST = '''
 import pytest
+from bt_bench.checklist.base import Verdict
 from bt_bench.checklist.glue import run_cell
-from bt_bench.checklist.verdicts import Verdict
 
 OUTCOME = {"oracle": "pass", "random": "fail", "advantage_only": "pass"}
 

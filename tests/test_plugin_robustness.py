@@ -76,9 +76,9 @@ CELLS = '''
 import numpy as np
 import pytest
 
+from bt_bench.checklist.base import Thresholds, Verdict
 from bt_bench.checklist.glue import cell, run_cell
 from bt_bench.checklist.suite import Suite
-from bt_bench.checklist.verdicts import Thresholds, Verdict
 from bt_bench.estimator import CandidateData, Checkpoint, Target
 
 N = 8

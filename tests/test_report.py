@@ -1,7 +1,7 @@
 """The human report (bt_bench.report): terminal table, HTML page, replay command (issue 5, items 4-5).
 
 The synthetic report is built the honest way: synthetic evidence (the makers of test_verdicts) is judged by
-bt_bench.checklist.evidence.replay, so every metric name the plots read is one the verdict functions really write.
+bt_bench.checklist.replay.replay, so every metric name the plots read is one the verdict functions really write.
 ``python tests/test_report.py OUT_DIR`` writes the example report (JSON + HTML) the docs' picture comes from.
 """
 
@@ -18,9 +18,17 @@ import pytest
 from test_verdicts import make_candidates, make_run, make_token_level
 
 from bt_bench import report as R
-from bt_bench.checklist import evidence as E
-from bt_bench.checklist import stats as S
-from bt_bench.checklist.verdicts import Thresholds
+from bt_bench.checklist.base import Thresholds
+from bt_bench.checklist.evidence_format import (
+    DrawEvidence,
+    Evidence,
+    RunEvidence,
+    StabilityEvidence,
+    TokenEvidence,
+    load_evidence,
+)
+from bt_bench.checklist.metrics import ceiling, chance, window_metrics
+from bt_bench.checklist.replay import replay
 
 ESTIMATORS = ("gas", "tracincp", "norm_only", "fluency")
 # (check, estimator) -> the paper's reason, as the plugin's expected-failure table would declare it
@@ -35,15 +43,15 @@ def _candidate_scores(c: dict, rng: np.random.Generator) -> dict:
             "norm_only": flu + rng.normal(0, 0.6, len(beh)) + 0.25 * beh, "fluency": flu}
 
 
-def _run_evidence(seed: int, T: int, W: int) -> tuple[E.RunEvidence, dict]:
+def _run_evidence(seed: int, T: int, W: int) -> tuple[RunEvidence, dict]:
     r = make_run(seed=seed, T=T, W=W)
     rng = np.random.default_rng(1000 + seed)
     n = len(r["step"])
     scores = {"gas": r["is_gt"] + 0.5 * r["nonzero"] + rng.normal(0, 0.45, n),
               "tracincp": r["norm_only_step"] + rng.normal(0, 0.01, T)[r["step"]],
               "norm_only": r["norm_only"], "fluency": rng.normal(0, 1, n) + 0.2 * r["is_gt"]}
-    ev = E.RunEvidence(seed=seed, W=W, step=r["step"], group=r["group"], is_gt=r["is_gt"], nonzero=r["nonzero"],
-                       scores=scores, advantage=r["advantage"])
+    ev = RunEvidence(seed=seed, W=W, step=r["step"], group=r["group"], is_gt=r["is_gt"], nonzero=r["nonzero"],
+                     scores=scores, advantage=r["advantage"])
     return ev, r
 
 
@@ -59,10 +67,10 @@ def _run_entry(r: dict, T: int, W: int, every: int) -> dict:
     rate = dict(zip(steps.tolist(), trig.tolist()))
     unsat = next((c for c in cks if 0.2 <= rate[c] <= 0.8), None)
     sat = next((c for c in cks if rate[c] >= 0.8), None)
-    wm = S.window_metrics(r["planted"], r["is_gt"], r["step"], W, r["nonzero"])
+    wm = window_metrics(r["planted"], r["is_gt"], r["step"], W, r["nonzero"])
     return {"seed": seed, "key": f"synthetic-{seed}", "planted": True, "window": W, "steps": T,
-            "summary": {"rollouts": len(r["step"]), "gt": int(r["is_gt"].sum()), "chance": S.chance(r["is_gt"]),
-                        "ceiling": S.ceiling(r["is_gt"], r["step"]), "window_chance": wm.chance,
+            "summary": {"rollouts": len(r["step"]), "gt": int(r["is_gt"].sum()), "chance": chance(r["is_gt"]),
+                        "ceiling": ceiling(r["is_gt"], r["step"]), "window_chance": wm.chance,
                         "window_headroom": wm.headroom, "final_trigger_rate": float(trig[-1]),
                         "final_no_trigger_rate": float(no[-1])},
             "curve": [{"step": int(t), "trigger_rate": float(a), "no_trigger_rate": float(b)}
@@ -85,20 +93,20 @@ def synthetic_report(n_seeds: int = 3, n_draws: int = 3, n_resamples: int = 200,
         entries.append(_run_entry(r, T, W, every=5))
         rng = np.random.default_rng(s)
         u = make_candidates(seed=500 + s, n_groups=40, rate=0.5)
-        draws.append(E.DrawEvidence(seed=s, draw=0, group=u["group"], has_behavior=u["has_behavior"],
-                                    fluency=u["fluency"], scores=_candidate_scores(u, rng), kind="unsaturated"))
+        draws.append(DrawEvidence(seed=s, draw=0, group=u["group"], has_behavior=u["has_behavior"],
+                                  fluency=u["fluency"], scores=_candidate_scores(u, rng), kind="unsaturated"))
         for d in range(n_draws):
             c = make_candidates(seed=100 * s + d, n_groups=40, rate=0.8)
-            draws.append(E.DrawEvidence(seed=s, draw=d, group=c["group"], has_behavior=c["has_behavior"],
-                                        fluency=c["fluency"], scores=_candidate_scores(c, rng), kind="saturated"))
+            draws.append(DrawEvidence(seed=s, draw=d, group=c["group"], has_behavior=c["has_behavior"],
+                                      fluency=c["fluency"], scores=_candidate_scores(c, rng), kind="saturated"))
         t = make_token_level(seed=s, n=60)
-        tokens.append(E.TokenEvidence(seed=s, estimator="gas", cosine_scale=True, **t))
+        tokens.append(TokenEvidence(seed=s, estimator="gas", cosine_scale=True, **t))
         base = rng.normal(size=80)
         for name, noise in (("gas", 0.5), ("tracincp", 1.5), ("norm_only", 0.2), ("fluency", 0.1)):
-            stab.append(E.StabilityEvidence(seed=s, estimator=name, draws=np.arange(n_draws),
-                                            scores=base + rng.normal(0, noise, (n_draws, 80))))
-    evidence = E.Evidence(runs=runs, draws=draws, token_level=tokens, stability=stab, source="synthetic")
-    results = R.results_from_verdicts(E.replay(evidence, th), evidence)
+            stab.append(StabilityEvidence(seed=s, estimator=name, draws=np.arange(n_draws),
+                                          scores=base + rng.normal(0, noise, (n_draws, 80))))
+    evidence = Evidence(runs=runs, draws=draws, token_level=tokens, stability=stab, source="synthetic")
+    results = R.results_from_verdicts(replay(evidence, th), evidence)
     for res in results:
         why = EXPECTED.get(R.cell_of(res))
         if why and res["outcome"] in ("failed", "passed"):  # as the plugin records a built-in's declared outcome
@@ -388,11 +396,10 @@ def test_report_stage_does_not_import_the_plugin():
 def test_replay_settings_have_the_plugins_keys():
     import dataclasses
 
-    from bt_bench.checklist import evidence as E
     from bt_bench.checklist.examples import behaviortrace_seed2
     from bt_bench.plugin import Settings
 
-    st = R.replay_settings(E.load_evidence(behaviortrace_seed2()), "x", None)
+    st = R.replay_settings(load_evidence(behaviortrace_seed2()), "x", None)
     assert set(st) == {f.name for f in dataclasses.fields(Settings)}
 
 

@@ -47,8 +47,8 @@ def mode(monkeypatch):
 
 
 def suite_of(fx):
+    from bt_bench.checklist.base import Thresholds
     from bt_bench.checklist.suite import Suite
-    from bt_bench.checklist.verdicts import Thresholds
 
     return Suite(fixtures=[fx], failed_seeds=[], thresholds=Thresholds())
 
@@ -135,7 +135,7 @@ def test_frame_reader_reads_the_labels_beside_the_judge(smoke, tmp_path):
     code = (f"import sys; sys.path.insert(0, {str(HERE)!r})\n"
             "import numpy as np\nfrom bt_bench.estimator import sealed\nsealed.ISOLATION.mode = 'none'\n"
             "from bt_bench.fixture.reader import fixture_config, load_fixture\nfrom bt_bench.runs import store\n"
-            "from bt_bench.checklist.suite import Suite\nfrom bt_bench.checklist.verdicts import Thresholds\n"
+            "from bt_bench.checklist.suite import Suite\nfrom bt_bench.checklist.base import Thresholds\n"
             f"run = store.load_run(store.Path({str(fx.run.path)!r}))\n"
             f"fx = load_fixture(run, fixture_config('smoke', 2), store.Path({str(cache)!r}))\n"
             "s = Suite(fixtures=[fx], failed_seeds=[], thresholds=Thresholds())\n"

@@ -12,12 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bt_bench.checklist import gate
-from bt_bench.checklist import verdicts as V
+from bt_bench.checklist import base, bootstrap, gate, judges
 from bt_bench.checklist.figures import key_figure
 from bt_bench.report.table import cell_text, format_table
 
-TH = V.Thresholds(n_resamples=1000)
+TH = base.Thresholds(n_resamples=1000)
 
 
 def candidates(gap: float, n_groups: int = 60, G: int = 8, seed: int = 0, wrong_groups: int = 0) -> dict:
@@ -38,8 +37,8 @@ def candidates(gap: float, n_groups: int = 60, G: int = 8, seed: int = 0, wrong_
             "norm_like": rng.uniform(0.5, 1.5, n) + 0.2 * beh}  # a target-free score, weakly informative
 
 
-def fluency(c: dict, est: str, th: V.Thresholds = TH) -> V.Verdict:
-    return V.fluency_confound(c[est], c["has_behavior"], c["group"], c["fluency"], thresholds=th)
+def fluency(c: dict, est: str, th: base.Thresholds = TH) -> base.Verdict:
+    return judges.fluency_confound(c[est], c["has_behavior"], c["group"], c["fluency"], thresholds=th)
 
 
 ALL = ("oracle", "random", "fluency_like", "norm_like")
@@ -62,7 +61,7 @@ def test_fluency_at_the_ceiling_is_unsupported_for_every_score():
 def test_fluency_just_under_one_with_a_ci_reaching_one_is_unsupported():
     """The measured case: fluency's AUC 0.99, CI up to 1.0, so the paired difference's lower bound is 0 for anyone."""
     c = candidates(gap=0.0, wrong_groups=2)
-    flu = V.stats.auc_bootstrap(c["fluency"], c["has_behavior"], c["group"], **TH.bootstrap)
+    flu = bootstrap.auc_bootstrap(c["fluency"], c["has_behavior"], c["group"], **TH.bootstrap)
     assert 0.99 < flu.estimate < 1.0 and flu.ci_high == 1.0
     for est in ALL:
         v = fluency(c, est)
@@ -72,7 +71,7 @@ def test_fluency_just_under_one_with_a_ci_reaching_one_is_unsupported():
 
 def test_just_below_the_ceiling_the_oracle_passes_and_the_negative_controls_fail():
     c = candidates(gap=2.0)  # fluency's AUC ~0.92, CI well below 1: there is room to beat it
-    flu = V.stats.auc_bootstrap(c["fluency"], c["has_behavior"], c["group"], **TH.bootstrap)
+    flu = bootstrap.auc_bootstrap(c["fluency"], c["has_behavior"], c["group"], **TH.bootstrap)
     assert 0.85 < flu.estimate and flu.ci_high < 0.97
     v = fluency(c, "oracle")
     assert v.outcome == "pass", v.reason
@@ -84,7 +83,7 @@ def test_just_below_the_ceiling_the_oracle_passes_and_the_negative_controls_fail
 def test_a_margin_no_ranking_can_clear_makes_the_unit_unsupported_not_failed():
     """The same rule for any threshold: a fluency_margin above what a perfect ranking reaches."""
     c = candidates(gap=2.0)
-    th = V.Thresholds(n_resamples=1000, fluency_margin=0.2)  # the labels beat fluency by ~0.08
+    th = base.Thresholds(n_resamples=1000, fluency_margin=0.2)  # the labels beat fluency by ~0.08
     assert {fluency(c, est, th).outcome for est in ALL} == {"unsupported"}
 
 
@@ -105,33 +104,34 @@ def test_a_reference_that_is_itself_perfect_leaves_no_unit_to_judge():
     r = run()
     kw = {"W": r["W"], "nonzero": r["nonzero"], "thresholds": TH}
     for est in ("oracle", "random", "norm_like"):
-        v = V.gradient_norm_baseline(r[est], r["is_gt"], r["step"], norm_scores=r["oracle"], norm_name="norm_only",
-                                     **kw)
+        v = judges.gradient_norm_baseline(r[est], r["is_gt"], r["step"], norm_scores=r["oracle"],
+                                          norm_name="norm_only", **kw)
         assert v.outcome == "unsupported" and "perfect_precision_minus_norm" in v.metrics, (est, v.reason)
-        v = V.advantage_baseline(r[est], r["oracle"], r["is_gt"], r["step"], rollout_level=True, **kw)
+        v = judges.advantage_baseline(r[est], r["oracle"], r["is_gt"], r["step"], rollout_level=True, **kw)
         assert v.outcome == "unsupported" and "perfect_precision_minus_advantage" in v.metrics, (est, v.reason)
     # against the real controls the perfect ranking has room: the oracle passes, the negative controls fail
-    v = V.gradient_norm_baseline(r["oracle"], r["is_gt"], r["step"], norm_scores=r["norm_like"],
-                                 norm_name="norm_only", **kw)
+    v = judges.gradient_norm_baseline(r["oracle"], r["is_gt"], r["step"], norm_scores=r["norm_like"],
+                                      norm_name="norm_only", **kw)
     assert v.outcome == "pass", v.reason
     for est in ("random", "norm_like"):
-        assert V.gradient_norm_baseline(r[est], r["is_gt"], r["step"], norm_scores=r["norm_like"],
-                                        norm_name="norm_only", **kw).outcome == "fail", est
+        assert judges.gradient_norm_baseline(r[est], r["is_gt"], r["step"], norm_scores=r["norm_like"],
+                                             norm_name="norm_only", **kw).outcome == "fail", est
 
 
 def test_headroom_with_a_bar_no_ranking_can_clear_is_unsupported():
     r, c = run(), candidates(gap=1.0)
     unsat = {"unsat_has_behavior": c["has_behavior"], "unsat_group": c["group"], "W": r["W"], "nonzero": r["nonzero"]}
     for th, want in ((TH, {"oracle": "pass", "random": "fail"}),
-                     (V.Thresholds(n_resamples=1000, auc_bar=1.0), {"oracle": "unsupported", "random": "unsupported"})):
+                     (base.Thresholds(n_resamples=1000, auc_bar=1.0),
+                      {"oracle": "unsupported", "random": "unsupported"})):
         for est, outcome in want.items():
-            v = V.headroom(r[est], r["is_gt"], r["step"], unsat_scores=c[est], thresholds=th, **unsat)
+            v = judges.headroom(r[est], r["is_gt"], r["step"], unsat_scores=c[est], thresholds=th, **unsat)
             assert v.outcome == outcome, (est, v.reason)
 
 
 # ------------------------------------------------------------------------------------------------- aggregation
-def _v(outcome: str) -> V.Verdict:
-    return V.Verdict("fluency_confound", outcome, {"x": V.Metric(0.5)}, outcome)
+def _v(outcome: str) -> base.Verdict:
+    return base.Verdict("fluency_confound", outcome, {"x": base.Metric(0.5)}, outcome)
 
 
 @pytest.mark.parametrize("outcomes, expected", [
@@ -144,7 +144,7 @@ def _v(outcome: str) -> V.Verdict:
     (["skip", "skip", "unsupported"], "error"),           # skipped units aside, as the gate leaves N/A aside
 ])
 def test_combine_leaves_unsupported_units_out_up_to_a_third(outcomes, expected):
-    v = V.combine([_v(o) for o in outcomes])
+    v = base.combine([_v(o) for o in outcomes])
     assert v.outcome == expected, v.reason
     n = outcomes.count("unsupported")
     if expected == "error":

@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from bt_bench.checklist import verdicts as V
-TH = V.Thresholds(n_resamples=1000)
+from bt_bench.checklist import base, bootstrap, judges, metrics, registry
+TH = base.Thresholds(n_resamples=1000)
 
 
 def make_run(seed: int = 0, T: int = 30, P: int = 8, G: int = 8, W: int = 15) -> dict:
@@ -69,59 +69,60 @@ def _norm(r: dict, name: str = "norm_only") -> dict:
 
 def test_gradient_norm_baseline_planted_passes_random_fails():
     r = make_run()
-    v = V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r), **_run_kw(r))
+    v = judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r), **_run_kw(r))
     assert v.outcome == "pass", v.reason
     assert set(v.metrics) == {"precision", "chance", "norm_precision", "precision_minus_norm",
                               "window_precision", "window_chance"}
     assert v.metrics["precision_minus_norm"].ci_low > 0 and v.metrics["precision"].seed == 0
     n = v.metrics["norm_precision"]
-    assert n.value == pytest.approx(V.stats.precision_at_k(r["norm_only"], r["is_gt"])) and n.ci_low <= n.ci_high
+    assert n.value == pytest.approx(metrics.precision_at_k(r["norm_only"], r["is_gt"]))
+    assert n.ci_low <= n.ci_high
     assert "declared norm_only" in v.reason and "window chance" in v.reason
-    v = V.gradient_norm_baseline(r["random"], r["is_gt"], r["step"], **_norm(r), **_run_kw(r))
+    v = judges.gradient_norm_baseline(r["random"], r["is_gt"], r["step"], **_norm(r), **_run_kw(r))
     assert v.outcome == "fail", v.reason
 
 
 def test_gradient_norm_baseline_compares_with_the_declared_variant_only():
     """The caller declares the variant; the verdict never swaps it for a stronger one."""
     r = make_run()
-    p = {k: V.stats.precision_at_k(r[k], r["is_gt"]) for k in ("norm_only", "norm_only_step")}
+    p = {k: metrics.precision_at_k(r[k], r["is_gt"]) for k in ("norm_only", "norm_only_step")}
     weak = min(p, key=p.get)
-    v = V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r, weak), **_run_kw(r))
+    v = judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r, weak), **_run_kw(r))
     assert v.metrics["norm_precision"].value == pytest.approx(p[weak])
     assert f"declared {weak} " in v.reason
-    d = V.stats.precision_difference_bootstrap(r["planted"], r[weak], r["is_gt"], r["step"], **TH.bootstrap)
-    assert v.metrics["precision_minus_norm"] == V.Metric.of(d)
+    d = bootstrap.precision_difference_bootstrap(r["planted"], r[weak], r["is_gt"], r["step"], **TH.bootstrap)
+    assert v.metrics["precision_minus_norm"] == base.Metric.of(d)
 
 
 def test_gradient_norm_baseline_errors_without_window_gt():
     r = make_run()
-    v = V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r, "norm_only_step"),
-                                 W=1, nonzero=np.zeros_like(r["nonzero"]), thresholds=TH)
+    v = judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r, "norm_only_step"),
+                                      W=1, nonzero=np.zeros_like(r["nonzero"]), thresholds=TH)
     assert v.outcome == "error" and "cannot support" in v.reason
     with pytest.raises(TypeError):
-        V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_run_kw(r))
+        judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_run_kw(r))
     with pytest.raises(ValueError, match="^norm_name:"):
-        V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], norm_scores=r["norm_only"], norm_name="",
-                                 **_run_kw(r))
+        judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], norm_scores=r["norm_only"],
+                                      norm_name="", **_run_kw(r))
     with pytest.raises(ValueError, match="^norm_scores: length 3 differs"):
-        V.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], norm_scores=[1.0, 2.0, 3.0],
-                                 norm_name="norm_only", **_run_kw(r))
+        judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], norm_scores=[1.0, 2.0, 3.0],
+                                      norm_name="norm_only", **_run_kw(r))
     with pytest.raises(ValueError, match="^is_gt: length 3 differs"):
-        V.gradient_norm_baseline(r["planted"], [1, 0, 0], r["step"], **_norm(r), **_run_kw(r))
+        judges.gradient_norm_baseline(r["planted"], [1, 0, 0], r["step"], **_norm(r), **_run_kw(r))
 
 
 # ----------------------------------------------------------------------------------- 2. fluency
 def test_fluency_confound_planted_passes_fluency_like_fails():
     c = make_candidates()
     args = (c["has_behavior"], c["group"], c["fluency"])
-    v = V.fluency_confound(c["planted"], *args, thresholds=TH)
+    v = judges.fluency_confound(c["planted"], *args, thresholds=TH)
     assert v.outcome == "pass", v.reason
     assert v.metrics["auc"].value > v.metrics["fluency_auc"].value
     assert v.metrics["auc_minus_fluency"].value == pytest.approx(
         v.metrics["auc"].value - v.metrics["fluency_auc"].value)
-    v = V.fluency_confound(c["fluency_like"], *args, thresholds=TH)
+    v = judges.fluency_confound(c["fluency_like"], *args, thresholds=TH)
     assert v.outcome == "fail", v.reason
-    assert V.fluency_confound(c["random"], *args, thresholds=TH).outcome == "fail"
+    assert judges.fluency_confound(c["random"], *args, thresholds=TH).outcome == "fail"
 
 
 _NON = (1.0, 2.0, 3.0)
@@ -149,7 +150,7 @@ def _fluency_plus_one_pair(straddle: bool) -> tuple:
 
 def test_fluency_confound_paired_difference_decides_where_unpaired_cis_overlap():
     s, y, g, f = _fluency_plus_one_pair(straddle=False)
-    v = V.fluency_confound(s, y, g, f, thresholds=TH)
+    v = judges.fluency_confound(s, y, g, f, thresholds=TH)
     auc, flu, diff = v.metrics["auc"], v.metrics["fluency_auc"], v.metrics["auc_minus_fluency"]
     assert (auc.value, flu.value) == pytest.approx((88 / 144, 72 / 144)) and auc.n == 144
     assert flu.ci_high > auc.ci_low  # the unpaired intervals overlap ...
@@ -157,14 +158,14 @@ def test_fluency_confound_paired_difference_decides_where_unpaired_cis_overlap()
     assert v.outcome == "pass", v.reason
     assert "paired difference 0.1111 [0.1111, 0.1111] (CI low > 0.0: ok)" in v.reason
     # a margin above the paired difference fails it
-    assert V.fluency_confound(s, y, g, f, thresholds=V.Thresholds(n_resamples=1000, fluency_margin=0.12)
-                              ).outcome == "fail"
+    th = base.Thresholds(n_resamples=1000, fluency_margin=0.12)
+    assert judges.fluency_confound(s, y, g, f, thresholds=th).outcome == "fail"
 
 
 def test_fluency_confound_paired_difference_straddling_zero_fails():
     s, y, g, f = _fluency_plus_one_pair(straddle=True)
-    th = V.Thresholds(n_resamples=1000, residual_auc_bar=0.0)  # isolate the paired condition
-    v = V.fluency_confound(s, y, g, f, thresholds=th)
+    th = base.Thresholds(n_resamples=1000, residual_auc_bar=0.0)  # isolate the paired condition
+    v = judges.fluency_confound(s, y, g, f, thresholds=th)
     diff = v.metrics["auc_minus_fluency"]
     assert diff.value == pytest.approx(2 / 144) and diff.ci_low < 0 < diff.ci_high
     assert v.metrics["residualized_auc"].ci_low > 0.0
@@ -173,7 +174,7 @@ def test_fluency_confound_paired_difference_straddling_zero_fails():
 
 def test_fluency_confound_too_few_pairs_is_error():
     c = make_candidates(n_groups=3)
-    v = V.fluency_confound(c["planted"], c["has_behavior"], c["group"], c["fluency"], thresholds=TH)
+    v = judges.fluency_confound(c["planted"], c["has_behavior"], c["group"], c["fluency"], thresholds=TH)
     assert v.outcome == "error" and "min_pairs=100" in v.reason
 
 
@@ -181,10 +182,10 @@ def test_fluency_confound_too_few_pairs_is_error():
 def test_headroom_planted_passes_random_fails():
     r, c = make_run(), make_candidates(rate=0.4)
     unsat = {"unsat_has_behavior": c["has_behavior"], "unsat_group": c["group"]}
-    v = V.headroom(r["planted"], r["is_gt"], r["step"], unsat_scores=c["planted"], **unsat, **_run_kw(r))
+    v = judges.headroom(r["planted"], r["is_gt"], r["step"], unsat_scores=c["planted"], **unsat, **_run_kw(r))
     assert v.outcome == "pass", v.reason
     assert v.metrics["window_headroom"].value >= 0.10
-    v = V.headroom(r["random"], r["is_gt"], r["step"], unsat_scores=c["random"], **unsat, **_run_kw(r))
+    v = judges.headroom(r["random"], r["is_gt"], r["step"], unsat_scores=c["random"], **unsat, **_run_kw(r))
     assert v.outcome == "fail", v.reason
 
 
@@ -192,10 +193,10 @@ def test_headroom_errors_when_fixture_cannot_support():
     r = make_run()
     # every window step has the same GT density -> ceiling == chance -> headroom 0
     flat_gt = (np.arange(len(r["step"])) % 4 == 0)
-    v = V.headroom(r["planted"], flat_gt, r["step"], W=r["W"], nonzero=np.ones_like(r["nonzero"]),
-                   thresholds=TH)
+    v = judges.headroom(r["planted"], flat_gt, r["step"], W=r["W"], nonzero=np.ones_like(r["nonzero"]),
+                        thresholds=TH)
     assert v.outcome == "error" and "headroom 0.0000" in v.reason
-    v = V.headroom(r["planted"], r["is_gt"], r["step"], **_run_kw(r))
+    v = judges.headroom(r["planted"], r["is_gt"], r["step"], **_run_kw(r))
     assert v.outcome == "error" and "no unsaturated checkpoint" in v.reason
 
 
@@ -209,61 +210,62 @@ def _cells(low):
 def test_seed_draw_variance_pass_flip_unstable_and_error():
     seed, draw, auc, low = _cells(np.full(9, 0.55))
     stab = {"stability_seed": [0, 1, 2], "stability_spearman": [0.8, 0.7, 0.9], "thresholds": TH}
-    v = V.seed_draw_variance(seed, draw, auc, low, **stab)
+    v = judges.seed_draw_variance(seed, draw, auc, low, **stab)
     assert v.outcome == "pass", v.reason
     share = v.metrics["variance_share_seed"].value
     assert share > 0.9 and share + v.metrics["variance_share_draw"].value == pytest.approx(1.0)
     low_flip = low.copy()
     low_flip[4] = 0.49
-    v = V.seed_draw_variance(seed, draw, auc, low_flip, **stab)
+    v = judges.seed_draw_variance(seed, draw, auc, low_flip, **stab)
     assert v.outcome == "fail" and "seed 1 draw 1" in v.reason
-    v = V.seed_draw_variance(seed, draw, auc, low, **(stab | {"stability_spearman": [0.8, 0.3, 0.9]}))
+    v = judges.seed_draw_variance(seed, draw, auc, low, **(stab | {"stability_spearman": [0.8, 0.3, 0.9]}))
     assert v.outcome == "fail" and "0.3000" in v.reason
     keep = seed < 2
-    v = V.seed_draw_variance(seed[keep], draw[keep], auc[keep], low[keep], **stab)
+    v = judges.seed_draw_variance(seed[keep], draw[keep], auc[keep], low[keep], **stab)
     assert v.outcome == "error" and "3 seeds x 3 draws" in v.reason
 
 
 # ----------------------------------------------------------------------- 5. trigger-token alignment
 def test_trigger_token_alignment_planted_passes_removed_fails():
     t = make_token_level(aligned=True)
-    v = V.trigger_token_alignment(t["in_context"], t["placebo"], cosine_scale=True,
-                                  constructed=t["constructed"], thresholds=TH)
+    v = judges.trigger_token_alignment(t["in_context"], t["placebo"], cosine_scale=True,
+                                       constructed=t["constructed"], thresholds=TH)
     assert v.outcome == "pass", v.reason
     assert {"in_context_mean", "in_context_minus_placebo", "constructed_mean"} <= set(v.metrics)
     t = make_token_level(aligned=False)
-    v = V.trigger_token_alignment(t["in_context"], t["placebo"], cosine_scale=True, thresholds=TH)
+    v = judges.trigger_token_alignment(t["in_context"], t["placebo"], cosine_scale=True, thresholds=TH)
     assert v.outcome == "fail", v.reason
 
 
 def test_trigger_token_alignment_skips_and_never_passes_without_placebo():
-    assert V.trigger_token_alignment(None, None, cosine_scale=True).outcome == "skip"
+    assert judges.trigger_token_alignment(None, None, cosine_scale=True).outcome == "skip"
     t = make_token_level(aligned=True)
-    v = V.trigger_token_alignment(t["in_context"], None, cosine_scale=True, thresholds=TH)
+    v = judges.trigger_token_alignment(t["in_context"], None, cosine_scale=True, thresholds=TH)
     assert v.outcome == "skip" and "no placebo" in v.reason
     t = make_token_level(aligned=False)
-    v = V.trigger_token_alignment(t["in_context"], None, cosine_scale=True, thresholds=TH)
+    v = judges.trigger_token_alignment(t["in_context"], None, cosine_scale=True, thresholds=TH)
     assert v.outcome == "fail"
     # clustered by response: rows are behavior occurrences of 20 responses
     t = make_token_level(aligned=True)
-    v = V.trigger_token_alignment(t["in_context"], t["placebo"], cosine_scale=False,
-                                  response=np.repeat(np.arange(20), 4), thresholds=TH)
+    v = judges.trigger_token_alignment(t["in_context"], t["placebo"], cosine_scale=False,
+                                       response=np.repeat(np.arange(20), 4), thresholds=TH)
     assert v.outcome == "pass" and "in_context_mean" not in v.metrics
     with pytest.raises(ValueError, match="^placebo: length 3 differs"):
-        V.trigger_token_alignment(t["in_context"], t["placebo"][:3], cosine_scale=True)
+        judges.trigger_token_alignment(t["in_context"], t["placebo"][:3], cosine_scale=True)
 
 
 # -------------------------------------------------------------------------------- 6. advantage
 def test_advantage_baseline_planted_passes_advantage_tracker_fails():
     r = make_run()
-    v = V.advantage_baseline(r["planted"], r["advantage"], r["is_gt"], r["step"], rollout_level=True,
-                             **_run_kw(r))
+    v = judges.advantage_baseline(r["planted"], r["advantage"], r["is_gt"], r["step"], rollout_level=True,
+                                  **_run_kw(r))
     assert v.outcome == "pass", v.reason
     tracker = r["advantage"] + np.random.default_rng(1).normal(0, 1e-3, len(r["step"]))
-    v = V.advantage_baseline(tracker, r["advantage"], r["is_gt"], r["step"], rollout_level=True, **_run_kw(r))
+    v = judges.advantage_baseline(tracker, r["advantage"], r["is_gt"], r["step"], rollout_level=True,
+                                  **_run_kw(r))
     assert v.outcome == "fail", v.reason
-    v = V.advantage_baseline(r["norm_only_step"], r["advantage"], r["is_gt"], r["step"], rollout_level=False,
-                             **_run_kw(r))
+    v = judges.advantage_baseline(r["norm_only_step"], r["advantage"], r["is_gt"], r["step"],
+                                  rollout_level=False, **_run_kw(r))
     assert v.outcome == "skip"
 
 
@@ -275,8 +277,8 @@ def _target_args(real_train, placebo_train, real_draw, placebo_draw, r, c) -> tu
 
 def test_target_dependence_real_beats_placebo_passes():
     r, c = make_run(), make_candidates()
-    v = V.target_dependence(*_target_args(r["planted"], r["random"], c["planted"], c["random"], r, c),
-                            thresholds=TH)
+    v = judges.target_dependence(*_target_args(r["planted"], r["random"], c["planted"], c["random"], r, c),
+                                 thresholds=TH)
     assert v.outcome == "pass", v.reason
     assert set(v.metrics) == {"precision_real", "precision_placebo", "precision_real_minus_placebo",
                               "auc_real", "auc_placebo", "auc_real_minus_placebo"}
@@ -286,23 +288,23 @@ def test_target_dependence_real_beats_placebo_passes():
     assert m["auc_real_minus_placebo"].value == pytest.approx(m["auc_real"].value - m["auc_placebo"].value)
     assert m["precision_real_minus_placebo"].ci_low > 0 and m["auc_real_minus_placebo"].ci_low > 0
     # the oracle: GT / behavior indicator with the real target, constant with the placebo
-    o = V.target_dependence(*_target_args(r["is_gt"].astype(float), np.zeros(len(r["step"])),
-                                          c["has_behavior"].astype(float), np.zeros(len(c["group"])), r, c),
-                            thresholds=TH)
+    o = judges.target_dependence(*_target_args(r["is_gt"].astype(float), np.zeros(len(r["step"])),
+                                               c["has_behavior"].astype(float), np.zeros(len(c["group"])),
+                                               r, c), thresholds=TH)
     assert o.outcome == "pass" and o.metrics["auc_real"].value == 1.0 and o.metrics["auc_placebo"].value == 0.5
 
 
 def test_target_dependence_target_free_scores_fail():
     r, c = make_run(), make_candidates()
-    v = V.target_dependence(*_target_args(r["planted"], r["planted"], c["planted"], c["planted"], r, c),
-                            thresholds=TH)
+    v = judges.target_dependence(*_target_args(r["planted"], r["planted"], c["planted"], c["planted"], r, c),
+                                 thresholds=TH)
     assert v.outcome == "fail"
     for k in ("precision_real_minus_placebo", "auc_real_minus_placebo"):
         m = v.metrics[k]
         assert (m.value, m.ci_low, m.ci_high) == (0.0, 0.0, 0.0)
     # one part alone is not enough: real beats placebo on the draws only
-    v = V.target_dependence(*_target_args(r["planted"], r["planted"], c["planted"], c["random"], r, c),
-                            thresholds=TH)
+    v = judges.target_dependence(*_target_args(r["planted"], r["planted"], c["planted"], c["random"], r, c),
+                                 thresholds=TH)
     assert v.outcome == "fail" and "(CI low > 0.0: NOT met)" in v.reason and "(CI low > 0.0: ok)" in v.reason
 
 
@@ -311,30 +313,32 @@ def test_target_dependence_pools_draws_and_errors_on_too_few_pairs():
     c0, c1 = make_candidates(0), make_candidates(1)
     pooled = {k: np.concatenate([c0[k], c1[k]]) for k in ("has_behavior", "planted", "random")}
     pooled["group"] = np.concatenate([c0["group"], c1["group"]])  # the prompt index, shared across draws
-    v = V.target_dependence(*_target_args(r["planted"], r["random"], pooled["planted"], pooled["random"], r,
-                                          pooled), thresholds=TH)
+    v = judges.target_dependence(*_target_args(r["planted"], r["random"], pooled["planted"], pooled["random"],
+                                               r, pooled), thresholds=TH)
     assert v.outcome == "pass" and v.metrics["auc_real"].n == _n_pairs(pooled)
     small = make_candidates(n_groups=3)
-    v = V.target_dependence(*_target_args(r["planted"], r["random"], small["planted"], small["random"], r, small),
-                            thresholds=TH)
+    v = judges.target_dependence(*_target_args(r["planted"], r["random"], small["planted"], small["random"],
+                                               r, small), thresholds=TH)
     assert v.outcome == "error" and "min_pairs=100" in v.reason
     with pytest.raises(ValueError, match="^draw_placebo: length 3 differs"):
-        V.target_dependence(*_target_args(r["planted"], r["random"], c0["planted"], [1.0, 2.0, 3.0], r, c0))
+        judges.target_dependence(*_target_args(r["planted"], r["random"], c0["planted"], [1.0, 2.0, 3.0],
+                                               r, c0))
 
 
 def _n_pairs(c: dict) -> int:
-    return V.stats.count_pairs(c["has_behavior"], c["group"])
+    return metrics.count_pairs(c["has_behavior"], c["group"])
 
 
 # ---------------------------------------------------------------------- undefined resamples
 def test_metric_flags_more_than_one_percent_undefined_resamples():
-    m = V.Metric(0.5, 0.4, 0.6, 10, 0, n_resamples=1000, n_undefined=32)
+    m = base.Metric(0.5, 0.4, 0.6, 10, 0, n_resamples=1000, n_undefined=32)
     assert m.undefined_share == pytest.approx(0.032) and m.undefined_flag
     assert str(m) == "0.5000 [0.4000, 0.6000] (3.2% resamples undefined)"
-    assert str(V.Metric(0.5, 0.4, 0.6, 10, 0, 1000, 10)) == "0.5000 [0.4000, 0.6000]"  # exactly 1%: no flag
-    assert V.Metric(0.5).undefined_share is None and not V.Metric(0.5).undefined_flag
-    r = V.stats.BootstrapResult(0.5, 0.4, 0.6, 3, 1000, 10, 32)
-    assert V.Metric.of(r) == V.Metric(0.5, 0.4, 0.6, 10, 3, 1000, 32)
+    # exactly 1%: no flag
+    assert str(base.Metric(0.5, 0.4, 0.6, 10, 0, 1000, 10)) == "0.5000 [0.4000, 0.6000]"
+    assert base.Metric(0.5).undefined_share is None and not base.Metric(0.5).undefined_flag
+    r = bootstrap.BootstrapResult(0.5, 0.4, 0.6, 3, 1000, 10, 32)
+    assert base.Metric.of(r) == base.Metric(0.5, 0.4, 0.6, 10, 3, 1000, 32)
 
 
 def test_verdict_reason_names_undefined_resamples():
@@ -343,7 +347,7 @@ def test_verdict_reason_names_undefined_resamples():
     f = np.array([1, 3, 2, 4, 0, 2, 1, 1, 6, 5], float)
     y = np.array([1, 1, 0, 0, 1, 1, 0, 0, 0, 0], bool)
     g = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2])
-    v = V.fluency_confound(s, y, g, f, thresholds=V.Thresholds(n_resamples=1000, min_pairs=1))
+    v = judges.fluency_confound(s, y, g, f, thresholds=base.Thresholds(n_resamples=1000, min_pairs=1))
     m = v.metrics["auc_minus_fluency"]
     assert m.n_resamples == 1000 and 10 < m.n_undefined < 80 and m.undefined_flag
     assert f"({m.undefined_share:.1%} resamples undefined)" in v.reason
@@ -351,95 +355,96 @@ def test_verdict_reason_names_undefined_resamples():
     assert v.to_dict()["metrics"]["auc"]["n_undefined"] == v.metrics["auc"].n_undefined
     # no undefined resamples: no caveat
     c = make_candidates()
-    assert "CI caveat" not in V.fluency_confound(c["planted"], c["has_behavior"], c["group"], c["fluency"],
-                                                 thresholds=TH).reason
+    v = judges.fluency_confound(c["planted"], c["has_behavior"], c["group"], c["fluency"], thresholds=TH)
+    assert "CI caveat" not in v.reason
 
 
 # ------------------------------------------------------------------------------ combine, types
-def _v(outcome: str) -> V.Verdict:
-    return V.Verdict("headroom", outcome, {"x": V.Metric(0.5)}, outcome)
+def _v(outcome: str) -> base.Verdict:
+    return base.Verdict("headroom", outcome, {"x": base.Metric(0.5)}, outcome)
 
 
 @pytest.mark.parametrize("outcomes, expected", [
     (["pass", "pass"], "pass"), (["pass", "fail", "error"], "fail"), (["pass", "error"], "error"),
     (["skip", "skip"], "skip"), (["pass", "skip"], "error")])
 def test_combine_passes_only_if_every_seed_passes(outcomes, expected):
-    v = V.combine([_v(o) for o in outcomes], [f"seed{i}" for i in range(len(outcomes))])
+    v = base.combine([_v(o) for o in outcomes], [f"seed{i}" for i in range(len(outcomes))])
     assert v.outcome == expected and set(v.metrics) == {f"seed{i}/x" for i in range(len(outcomes))}
 
 
 def test_combine_units_carry_each_seed_and_draw():
     vs = [_v("pass"), _v("fail"), _v("pass")]
     units = [{"seed": 0, "draw": 0}, {"seed": 0, "draw": 1}, {"seed": 1, "draw": 0}]
-    v = V.combine(vs, units=units)
+    v = base.combine(vs, units=units)
     assert v.outcome == "fail"  # every-seed rule: one fail decides
     assert set(v.metrics) == {"seed0/draw0/x", "seed0/draw1/x", "seed1/draw0/x"}  # labels from the units
     assert [u["outcome"] for u in v.units] == ["pass", "fail", "pass"]
     assert v.units[1] == {"seed": 0, "draw": 1, "outcome": "fail", "reason": "fail",
-                          "metrics": {"x": V.Metric(0.5).to_dict()}}
+                          "metrics": {"x": base.Metric(0.5).to_dict()}}
     d = json.loads(json.dumps(v.to_dict()))
     assert d["units"][2]["seed"] == 1 and d["units"][2]["metrics"]["x"]["value"] == 0.5
-    assert "units" not in V.combine(vs).to_dict() and V.combine(vs).units == ()
-    assert set(V.combine(vs, ["a", "b", "c"], units).metrics) == {"a/x", "b/x", "c/x"}
+    assert "units" not in base.combine(vs).to_dict() and base.combine(vs).units == ()
+    assert set(base.combine(vs, ["a", "b", "c"], units).metrics) == {"a/x", "b/x", "c/x"}
     with pytest.raises(ValueError, match="^units: 1 units for 3"):
-        V.combine(vs, units=units[:1])
+        base.combine(vs, units=units[:1])
     with pytest.raises(ValueError, match="^units: keys"):
-        V.combine(vs[:1], units=[{"outcome": 1}])
+        base.combine(vs[:1], units=[{"outcome": 1}])
 
 
 def test_with_unit_carries_one_unit_and_changes_nothing_else():
-    v = V.Verdict("headroom", "fail", {"x": V.Metric(0.5, 0.4, 0.6)}, "why")
-    u = V.with_unit(v, {"seed": 2, "draw": None})
+    v = base.Verdict("headroom", "fail", {"x": base.Metric(0.5, 0.4, 0.6)}, "why")
+    u = base.with_unit(v, {"seed": 2, "draw": None})
     assert (u.check, u.outcome, u.metrics, u.reason) == (v.check, v.outcome, v.metrics, v.reason)
     assert u.units == ({"seed": 2, "draw": None, "outcome": "fail", "reason": "why",
-                        "metrics": {"x": V.Metric(0.5, 0.4, 0.6).to_dict()}},)
+                        "metrics": {"x": base.Metric(0.5, 0.4, 0.6).to_dict()}},)
     assert {k: x for k, x in u.to_dict().items() if k != "units"} == v.to_dict()
     with pytest.raises(ValueError, match="^units: keys"):
-        V.with_unit(v, {"seed": 0, "metrics": {}})
+        base.with_unit(v, {"seed": 0, "metrics": {}})
 
 
 def test_residual_auc_units_one_per_seed_and_draw():
-    r = V.stats.BootstrapResult(0.7, 0.55, 0.8, 0, 1000, 120, 0)
-    low = V.stats.BootstrapResult(0.6, 0.45, 0.7, 0, 1000, 120, 0)
-    us = V.residual_auc_units([0, 0, 1], [0, 1, 0], [r, low, r], thresholds=TH)
+    r = bootstrap.BootstrapResult(0.7, 0.55, 0.8, 0, 1000, 120, 0)
+    low = bootstrap.BootstrapResult(0.6, 0.45, 0.7, 0, 1000, 120, 0)
+    us = judges.residual_auc_units([0, 0, 1], [0, 1, 0], [r, low, r], thresholds=TH)
     assert [(u["seed"], u["draw"], u["outcome"]) for u in us] == [(0, 0, "pass"), (0, 1, "fail"), (1, 0, "pass")]
     assert us[1]["reason"] == "residualized AUC 0.6000 (CI low 0.4500)"
-    assert us[0]["metrics"]["residualized_auc"] == V.Metric.of(r).to_dict()
+    assert us[0]["metrics"]["residualized_auc"] == base.Metric.of(r).to_dict()
 
 
 def test_combine_rejects_empty_and_mixed():
     with pytest.raises(ValueError, match="^verdicts:"):
-        V.combine([])
+        base.combine([])
     with pytest.raises(ValueError, match="^verdicts:"):
-        V.combine([_v("pass"), V.Verdict("fluency_confound", "pass", {}, "")])
+        base.combine([_v("pass"), base.Verdict("fluency_confound", "pass", {}, "")])
 
 
 def test_verdict_and_metric_json_and_validation():
-    v = V.Verdict("headroom", "pass", {"a": V.Metric(0.7, 0.6, 0.8, 882, 0), "b": V.Metric(float("nan"))}, "r")
+    v = base.Verdict("headroom", "pass", {"a": base.Metric(0.7, 0.6, 0.8, 882, 0), "b": base.Metric(float("nan"))},
+                     "r")
     d = json.loads(json.dumps(v.to_dict()))
     assert d["metrics"]["a"] == {"value": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 882, "seed": 0,
                                  "n_resamples": None, "n_undefined": None}
-    r = V.stats.BootstrapResult(0.7, 0.6, 0.8, 0, 5000, 882, 4)
-    assert V.Metric.of(r).to_dict() == {"value": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 882, "seed": 0,
-                                        "n_resamples": 5000, "n_undefined": 4}
+    r = bootstrap.BootstrapResult(0.7, 0.6, 0.8, 0, 5000, 882, 4)
+    assert base.Metric.of(r).to_dict() == {"value": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 882, "seed": 0,
+                                           "n_resamples": 5000, "n_undefined": 4}
     assert d["metrics"]["b"]["value"] is None
     with pytest.raises(ValueError, match="^outcome:"):
-        V.Verdict("headroom", "maybe", {}, "")
+        base.Verdict("headroom", "maybe", {}, "")
 
 
 def test_thresholds_defaults_help_and_validation():
-    th = V.Thresholds()
+    th = base.Thresholds()
     assert (th.n_resamples, th.min_headroom, th.min_pairs, th.cosine_bar, th.draw_spearman) == (5000, 0.1, 100,
                                                                                                 0.05, 0.5)
     assert (th.fluency_margin, th.target_margin) == (0.0, 0.0)
-    assert "target_dependence" in V.CHECKS and "paired" in V.Thresholds.help()["fluency_margin"]
-    assert set(V.Thresholds.help()) == set(th.to_dict()) and all(V.Thresholds.help().values())
-    assert V.Thresholds.from_mapping({"min_pairs": 50}).min_pairs == 50
+    assert "target_dependence" in registry.CHECKS and "paired" in base.Thresholds.help()["fluency_margin"]
+    assert set(base.Thresholds.help()) == set(th.to_dict()) and all(base.Thresholds.help().values())
+    assert base.Thresholds.from_mapping({"min_pairs": 50}).min_pairs == 50
     with pytest.raises(ValueError, match="^bogus: unknown"):
-        V.Thresholds.from_mapping({"bogus": 1})
+        base.Thresholds.from_mapping({"bogus": 1})
     with pytest.raises(ValueError, match="^min_pairs:"):
-        V.Thresholds(min_pairs=0)
+        base.Thresholds(min_pairs=0)
     with pytest.raises(ValueError, match="^bootstrap_seed:"):
-        V.Thresholds(bootstrap_seed=-1)
+        base.Thresholds(bootstrap_seed=-1)
     with pytest.raises(ValueError, match="^unsaturated_low, unsaturated_high:"):
-        V.Thresholds(unsaturated_low=0.9)
+        base.Thresholds(unsaturated_low=0.9)

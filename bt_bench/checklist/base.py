@@ -1,6 +1,6 @@
 """The vocabulary of every verdict (spec: checklist.md, "The checks" and "The gate"): :class:`Thresholds`,
 :class:`Metric`, :class:`Verdict`, :func:`combine` (the every-seed rule) and the helpers the verdict functions of
-:mod:`bt_bench.checklist.judges` share. :mod:`bt_bench.checklist.verdicts` re-exports all of it.
+:mod:`bt_bench.checklist.judges` share.
 
 Outcomes: "pass"/"fail" are verdicts on the estimator; "error" means the fixture cannot support a verdict
 (too little headroom, too few within-group pairs, too few seeds or draws), never a pass; "skip" means the
@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 
 import numpy as np
 
-from bt_bench.checklist import stats
+from bt_bench.checklist.bootstrap import DEFAULT_RESAMPLES, BootstrapResult
 from bt_bench.checklist.gate import too_many_unsupported
+from bt_bench.checklist.metrics import as_vector, count_pairs, window_mask
 
 OUTCOMES = ("pass", "fail", "error", "skip", "unsupported")
 UNDEFINED_NOTE_SHARE = 0.01  # a CI with more undefined resamples than this share is flagged
@@ -42,7 +43,7 @@ def _help(text: str) -> dict:
 class Thresholds:
     """Every threshold of the checklist, with the spec's defaults (numbers in brackets in checklist.md)."""
 
-    n_resamples: int = field(default=stats.DEFAULT_RESAMPLES, metadata=_help(
+    n_resamples: int = field(default=DEFAULT_RESAMPLES, metadata=_help(
         "cluster-bootstrap resamples behind every CI (Metrics: Confidence intervals)"))
     bootstrap_seed: int = field(default=0, metadata=_help("seed of the bootstrap; reported with every CI"))
     ci_low_percentile: float = field(default=2.5, metadata=_help("lower percentile of the bootstrap CI"))
@@ -123,7 +124,7 @@ class Thresholds:
 
     @property
     def bootstrap(self) -> dict:
-        """Keyword arguments of the bt_bench.checklist.stats bootstraps."""
+        """Keyword arguments of the bt_bench.checklist.bootstrap functions."""
         return {"n_resamples": self.n_resamples, "seed": self.bootstrap_seed,
                 "percentiles": (self.ci_low_percentile, self.ci_high_percentile)}
 
@@ -151,7 +152,7 @@ class Metric:
     n_undefined: int | None = None
 
     @classmethod
-    def of(cls, r: stats.BootstrapResult) -> Metric:
+    def of(cls, r: BootstrapResult) -> Metric:
         return cls(r.estimate, r.ci_low, r.ci_high, r.n, r.seed, r.n_resamples, r.n_undefined)
 
     @property
@@ -298,7 +299,7 @@ def _outcome(ok: bool) -> str:
     return "pass" if ok else "fail"
 
 
-def _out_of_reach(perfect: Mapping[str, tuple[stats.BootstrapResult, float]]) -> dict[str, tuple[Metric, float]]:
+def _out_of_reach(perfect: Mapping[str, tuple[BootstrapResult, float]]) -> dict[str, tuple[Metric, float]]:
     """The conditions of a unit that even a perfect ranking cannot meet: ``perfect`` maps a metric name to (the
     perfect ranking's bootstrap of it, the bar its CI lower bound must exceed); returns {name: (Metric, bar)} of
     those whose CI low does not exceed the bar (a NaN bound, every resample undefined, is out of reach too).
@@ -340,7 +341,7 @@ def _verdict(check: str, outcome: str, metrics: dict[str, Metric], reason: str) 
 
 def _auc_support(has_behavior, group, th: Thresholds, what: str) -> str | None:
     """Why a candidate set cannot support an AUC verdict (too few pairs), or None."""
-    n_pairs = stats.count_pairs(has_behavior, group)
+    n_pairs = count_pairs(has_behavior, group)
     if n_pairs < th.min_pairs:
         return (f"the fixture cannot support this check: {what} has {n_pairs} within-group (behavior, "
                 f"non-behavior) pairs, fewer than min_pairs={th.min_pairs}")
@@ -349,13 +350,13 @@ def _auc_support(has_behavior, group, th: Thresholds, what: str) -> str | None:
 
 def _run_arrays(scores, is_gt, step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validated (scores, is_gt, step) of training rollouts."""
-    s = stats.as_vector("scores", scores)
-    return (s, stats.as_vector("is_gt", is_gt, n=len(s), ref="scores", kind="bool"),
-            stats.as_vector("step", step, n=len(s), ref="scores", kind="int"))
+    s = as_vector("scores", scores)
+    return (s, as_vector("is_gt", is_gt, n=len(s), ref="scores", kind="bool"),
+            as_vector("step", step, n=len(s), ref="scores", kind="int"))
 
 
 def _window_support(is_gt, step, W: int, nonzero) -> tuple[np.ndarray, str | None]:
-    m = stats.window_mask(step, W, nonzero)
+    m = window_mask(step, W, nonzero)
     g = np.asarray(is_gt, bool)
     if not m.any():
         return m, f"the fixture cannot support this check: the window (steps < W={W}, nonzero) is empty"

@@ -9,8 +9,12 @@ on this 2-core machine (``tests/test_stats.py::test_bootstrap_speed_on_1e5_rows`
 12,500 groups of 8, about 1-2 s (~2,500-5,000 resamples/s, depending on load); precision@|GT| over 100 steps,
 about 1 s (~5,000 resamples/s).
 
-Fluency residualization fits its slope once on all rows and the bootstrap does *not* refit it (see
-:mod:`bt_bench.checklist.stats` for why: it is what reproduces the published CIs).
+Fluency residualization fits its slope once on all rows and the bootstrap does *not* refit it. That is what
+the BehaviorTrace README says, and it is what reproduces the published CIs: on the published seed-2 rows,
+with one set of 5000 resamples, the fixed-slope bounds lay within 0.006 of the published ones for every
+method while refitting the slope in each resample moved them by up to 0.011 (mp_centered lower bound 0.5726
+vs 0.5612).  With this module's stream the fixed-slope bounds stay within 0.0075 of the published ones for
+each of the seeds 0-19 (seed 0: 0.0069).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import itertools
 
 import numpy as np
 
-from bt_bench.checklist import judges, stats
+from bt_bench.checklist import bootstrap, judges, metrics
 from bt_bench.checklist.base import Verdict, combine, with_unit
 
 
@@ -107,13 +107,14 @@ def seed_draw_variance(suite, est: str, draws: int) -> tuple[Verdict, list[float
         suite.require_draw(i, "saturated")
         for d in range(draws):
             r = suite.draw(i, "saturated", d)
-            res.append(stats.residualized_auc_bootstrap(suite.draw_scores(est, i, "saturated", d), r["fluency"],
-                                                        r["has_behavior"], r["group"], **th.bootstrap))
+            res.append(bootstrap.residualized_auc_bootstrap(suite.draw_scores(est, i, "saturated", d),
+                                                            r["fluency"], r["has_behavior"], r["group"],
+                                                            **th.bootstrap))
             seed.append(r["seed"]), draw.append(d)
         fixed = [suite.draw_scores(est, i, "saturated", 0, target_draw=d) for d in range(draws)]
         for a, b in itertools.combinations(range(draws), 2):
             sp_seed.append(suite.fixtures[i].seed)
-            sp.append(stats.spearman(fixed[a], fixed[b]))
+            sp.append(metrics.spearman(fixed[a], fixed[b]))
     v = judges.seed_draw_variance(seed, draw, [x.estimate for x in res], [x.ci_low for x in res],
                                   stability_seed=sp_seed, stability_spearman=sp, thresholds=th)
     v = dataclasses.replace(v, units=judges.residual_auc_units(seed, draw, res, thresholds=th))

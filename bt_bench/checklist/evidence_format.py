@@ -1,6 +1,5 @@
 """Evidence: rows recorded elsewhere (GPU runs, published papers), read into dataclasses that evidence replay
-(:mod:`bt_bench.checklist.replay`) judges with the verdict functions. :mod:`bt_bench.checklist.evidence` re-exports
-both modules.
+(:mod:`bt_bench.checklist.replay`) judges with the verdict functions.
 
 Two inputs are understood:
 * the native format (JSON, optionally gzipped; schema and version in docs/evidence_format.md), holding
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bt_bench.checklist import stats
+from bt_bench.checklist import metrics
 from bt_bench.checklist.base import Thresholds
 
 FORMAT = "bt-bench-evidence"
@@ -43,13 +42,13 @@ def _arrays(where: str, n_ref: str, cols: Mapping[str, tuple[object, str]]) -> d
     for name, (x, kind) in cols.items():
         if x is None:
             continue
-        out[name] = stats.as_vector(f"{where}.{name}", x, n=n, ref=f"{where}.{n_ref}", kind=kind)
+        out[name] = metrics.as_vector(f"{where}.{name}", x, n=n, ref=f"{where}.{n_ref}", kind=kind)
         n = out[name].shape[0] if n is None else n
     return out
 
 
 def _scores(where: str, scores: Mapping[str, object], n: int) -> dict[str, np.ndarray]:
-    return {str(k): stats.as_vector(f"{where}.scores[{k}]", v, n=n, ref=f"{where} rows")
+    return {str(k): metrics.as_vector(f"{where}.scores[{k}]", v, n=n, ref=f"{where} rows")
             for k, v in scores.items()}
 
 
@@ -85,7 +84,7 @@ class RunEvidence:
                                    "advantage": (self.advantage, "float")})
         for k, v in cols.items():
             object.__setattr__(self, k, v)
-        stats.window_mask(self.step, self.W, self.nonzero)  # validates W
+        metrics.window_mask(self.step, self.W, self.nonzero)  # validates W
         object.__setattr__(self, "scores", _scores(w, self.scores, len(self.step)))
         levels = {k: bool(v) for k, v in self.rollout_level.items()}
         unknown = sorted(set(levels) - set(self.scores))
@@ -168,7 +167,7 @@ class StabilityEvidence:
 
     def __post_init__(self) -> None:
         w = f"stability[seed={self.seed}, estimator={self.estimator}]"
-        d = stats.as_vector(f"{w}.draws", self.draws, kind="int")
+        d = metrics.as_vector(f"{w}.draws", self.draws, kind="int")
         s = np.asarray(self.scores, dtype=float)
         if s.ndim != 2 or s.shape[0] != d.shape[0] or d.shape[0] < 2:
             raise ValueError(f"{w}.scores: expected [D >= 2, M] with D = len(draws) = {d.shape[0]}, "

@@ -15,7 +15,8 @@ _SEED2 = "data/behaviortrace/seed2"
 
 def behaviortrace_seed2() -> Path:
     """Folder of the vendored BehaviorTrace seed-2 rows (``minimal_pair_rows_ckpt2_gen2.json`` and
-    ``token_level_cos_temp0.9.json``), as accepted by ``bt_bench.checklist.evidence.load_evidence`` / ``bt-bench replay``.
+    ``token_level_cos_temp0.9.json``), as accepted by ``bt_bench.checklist.evidence_format.load_evidence`` /
+    ``bt-bench replay``.
 
     Resolved through :mod:`importlib.resources` (the installed package), falling back to the folder next to this
     file. Raises FileNotFoundError when neither exists (a broken install)."""

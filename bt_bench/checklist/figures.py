@@ -17,7 +17,7 @@ from collections.abc import Callable
 # ------------------------------------------------------------------------------------------------- units
 def units(metrics: dict) -> list[dict]:
     """Per-unit verdicts of a result's metrics: ``per_unit`` when recorded, else split from the combined
-    verdict, whose metric names carry the unit as prefix (``seed2/draw1/auc``, see verdicts.combine).
+    verdict, whose metric names carry the unit as prefix (``seed2/draw1/auc``, see base.combine).
     Each unit: {seed, draw, outcome, metrics: {name: {value, ci_low, ci_high, ...}}}."""
     if metrics.get("per_unit"):
         return [{"seed": u.get("seed"), "draw": u.get("draw"), "outcome": u["verdict"].get("outcome"),

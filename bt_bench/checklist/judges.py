@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from bt_bench.checklist import stats
 from bt_bench.checklist.base import (
     Metric,
     Thresholds,
@@ -36,6 +35,24 @@ from bt_bench.checklist.base import (
     _supported_or,
     _verdict,
     _window_support,
+)
+from bt_bench.checklist.bootstrap import (
+    auc_bootstrap,
+    mean_bootstrap,
+    normalized_gain_bootstrap,
+    paired_auc_difference_bootstrap,
+    paired_difference_bootstrap,
+    precision_bootstrap,
+    precision_difference_bootstrap,
+    residualized_auc_bootstrap,
+)
+from bt_bench.checklist.metrics import (
+    as_vector,
+    chance,
+    precision_at_k,
+    ranking_metrics,
+    variance_shares,
+    within_group_auc,
 )
 
 
@@ -52,17 +69,17 @@ def gradient_norm_baseline(scores, is_gt, step, *, W: int, nonzero, norm_scores,
     if not isinstance(norm_name, str) or not norm_name:
         raise ValueError(f"norm_name: must name the declared norm_only variant, got {norm_name!r}")
     s, g, st = _run_arrays(scores, is_gt, step)
-    ns = stats.as_vector("norm_scores", norm_scores, n=len(s), ref="scores")
+    ns = as_vector("norm_scores", norm_scores, n=len(s), ref="scores")
     m, why = _window_support(g, st, W, nonzero)
     if why:
         return _error(check, why)
-    overall = stats.precision_bootstrap(s, g, st, **th.bootstrap)
-    norm = stats.precision_bootstrap(ns, g, st, **th.bootstrap)
-    diff = stats.precision_difference_bootstrap(s, ns, g, st, **th.bootstrap)
-    win = stats.precision_bootstrap(s[m], g[m], st[m], **th.bootstrap)
-    win_chance = stats.chance(g[m])
+    overall = precision_bootstrap(s, g, st, **th.bootstrap)
+    norm = precision_bootstrap(ns, g, st, **th.bootstrap)
+    diff = precision_difference_bootstrap(s, ns, g, st, **th.bootstrap)
+    win = precision_bootstrap(s[m], g[m], st[m], **th.bootstrap)
+    win_chance = chance(g[m])
     ok_diff, ok_win = diff.ci_low > th.norm_margin, win.ci_low > win_chance
-    metrics = {"precision": Metric.of(overall), "chance": Metric(stats.chance(g), n=len(g)),
+    metrics = {"precision": Metric.of(overall), "chance": Metric(chance(g), n=len(g)),
                "norm_precision": Metric.of(norm), "precision_minus_norm": Metric.of(diff),
                "window_precision": Metric.of(win), "window_chance": Metric(win_chance, n=int(m.sum()))}
     reason = (f"precision@|GT| {Metric.of(overall)} vs declared {norm_name} {Metric.of(norm)}: difference "
@@ -70,9 +87,9 @@ def gradient_norm_baseline(scores, is_gt, step, *, W: int, nonzero, norm_scores,
               f"{Metric.of(win)} vs window chance {win_chance:.4f} (CI low > chance: {_mark(ok_win)})")
     perfect = g.astype(float)
     reach = _out_of_reach({
-        "precision_minus_norm": (stats.precision_difference_bootstrap(perfect, ns, g, st, **th.bootstrap),
+        "precision_minus_norm": (precision_difference_bootstrap(perfect, ns, g, st, **th.bootstrap),
                                  th.norm_margin),
-        "window_precision": (stats.precision_bootstrap(perfect[m], g[m], st[m], **th.bootstrap), win_chance)})
+        "window_precision": (precision_bootstrap(perfect[m], g[m], st[m], **th.bootstrap), win_chance)})
     return _supported_or(check, reach, _outcome(ok_diff and ok_win), metrics, reason)
 
 
@@ -86,18 +103,18 @@ def fluency_confound(scores, has_behavior, group, fluency, *, thresholds: Thresh
     why = _auc_support(has_behavior, group, th, "the saturated candidate set")
     if why:
         return _error(check, why)
-    raw = stats.auc_bootstrap(scores, has_behavior, group, **th.bootstrap)
-    flu = stats.auc_bootstrap(fluency, has_behavior, group, **th.bootstrap)
-    diff = stats.paired_auc_difference_bootstrap(scores, fluency, has_behavior, group, **th.bootstrap)
-    res = stats.residualized_auc_bootstrap(scores, fluency, has_behavior, group, **th.bootstrap)
+    raw = auc_bootstrap(scores, has_behavior, group, **th.bootstrap)
+    flu = auc_bootstrap(fluency, has_behavior, group, **th.bootstrap)
+    diff = paired_auc_difference_bootstrap(scores, fluency, has_behavior, group, **th.bootstrap)
+    res = residualized_auc_bootstrap(scores, fluency, has_behavior, group, **th.bootstrap)
     ok_raw, ok_res = diff.ci_low > th.fluency_margin, res.ci_low > th.residual_auc_bar
     metrics = {"auc": Metric.of(raw), "fluency_auc": Metric.of(flu), "auc_minus_fluency": Metric.of(diff),
                "residualized_auc": Metric.of(res)}
     reason = (f"within-group AUC {Metric.of(raw)} vs fluency's {Metric.of(flu)}: paired difference "
               f"{Metric.of(diff)} (CI low > {th.fluency_margin}: {_mark(ok_raw)}); residualized AUC "
               f"{Metric.of(res)} (CI low > {th.residual_auc_bar}: {_mark(ok_res)}); {raw.n} pairs")
-    y = stats.as_vector("has_behavior", has_behavior, kind="bool")
-    reach = _out_of_reach({"auc_minus_fluency": (stats.paired_auc_difference_bootstrap(
+    y = as_vector("has_behavior", has_behavior, kind="bool")
+    reach = _out_of_reach({"auc_minus_fluency": (paired_auc_difference_bootstrap(
         y.astype(float), fluency, y, group, **th.bootstrap), th.fluency_margin)})
     return _supported_or(check, reach, _outcome(ok_raw and ok_res), metrics, reason)
 
@@ -116,17 +133,17 @@ def headroom(scores, is_gt, step, *, W: int, nonzero, unsat_scores=None, unsat_h
     m, why = _window_support(g, st, W, nonzero)
     if why:
         return _error(check, why)
-    wm = stats.ranking_metrics(s[m], g[m], st[m])
+    wm = ranking_metrics(s[m], g[m], st[m])
     metrics = {"window_headroom": Metric(wm.headroom, n=wm.n), "window_ceiling": Metric(wm.ceiling, n=wm.n),
                "window_chance": Metric(wm.chance, n=wm.n)}
     if wm.headroom < th.min_headroom:
         return _error(check, f"the fixture cannot support this check: window headroom {wm.headroom:.4f} "
                       f"(ceiling {wm.ceiling:.4f} - chance {wm.chance:.4f}) < min_headroom={th.min_headroom}",
                       metrics)
-    perfect_gain = (stats.normalized_gain_bootstrap(g[m].astype(float), g[m], st[m], **th.bootstrap),
+    perfect_gain = (normalized_gain_bootstrap(g[m].astype(float), g[m], st[m], **th.bootstrap),
                     th.gain_margin)
     if not unsat_applicable:
-        gain = stats.normalized_gain_bootstrap(s[m], g[m], st[m], **th.bootstrap)
+        gain = normalized_gain_bootstrap(s[m], g[m], st[m], **th.bootstrap)
         ok_gain = gain.ci_low > th.gain_margin
         metrics |= {"window_normalized_gain": Metric.of(gain)}
         return _supported_or(check, _out_of_reach({"window_normalized_gain": perfect_gain}), _outcome(ok_gain),
@@ -138,16 +155,16 @@ def headroom(scores, is_gt, step, *, W: int, nonzero, unsat_scores=None, unsat_h
     why = _auc_support(unsat_has_behavior, unsat_group, th, "the unsaturated candidate set")
     if why:
         return _error(check, why, metrics)
-    gain = stats.normalized_gain_bootstrap(s[m], g[m], st[m], **th.bootstrap)
-    auc = stats.auc_bootstrap(unsat_scores, unsat_has_behavior, unsat_group, **th.bootstrap)
+    gain = normalized_gain_bootstrap(s[m], g[m], st[m], **th.bootstrap)
+    auc = auc_bootstrap(unsat_scores, unsat_has_behavior, unsat_group, **th.bootstrap)
     ok_gain, ok_auc = gain.ci_low > th.gain_margin, auc.ci_low > th.auc_bar
     metrics |= {"window_normalized_gain": Metric.of(gain), "unsaturated_auc": Metric.of(auc)}
     reason = (f"window headroom {wm.headroom:.4f}; window normalized gain {Metric.of(gain)} (CI low > "
               f"{th.gain_margin}: {_mark(ok_gain)}); unsaturated within-group AUC {Metric.of(auc)} (CI low > "
               f"{th.auc_bar}: {_mark(ok_auc)})")
-    uy = stats.as_vector("unsat_has_behavior", unsat_has_behavior, kind="bool")
+    uy = as_vector("unsat_has_behavior", unsat_has_behavior, kind="bool")
     reach = _out_of_reach({"window_normalized_gain": perfect_gain, "unsaturated_auc": (
-        stats.auc_bootstrap(uy.astype(float), uy, unsat_group, **th.bootstrap), th.auc_bar)})
+        auc_bootstrap(uy.astype(float), uy, unsat_group, **th.bootstrap), th.auc_bar)})
     return _supported_or(check, reach, _outcome(ok_gain and ok_auc), metrics, reason)
 
 
@@ -158,15 +175,15 @@ def seed_draw_variance(seed, draw, residual_auc, residual_ci_low, *, stability_s
     No flip: the verdict "residualized AUC CI low > residual_auc_bar" is the same on every (seed, draw)
     and positive.  Draw stability: every Spearman of scores under two draws' targets (same candidates)
     >= draw_spearman, and every seed has one.  Fewer than min_seeds x min_draws -> error.  Reports the
-    share of the residualized AUC's variance between seeds vs between draws (stats.variance_shares).
+    share of the residualized AUC's variance between seeds vs between draws (metrics.variance_shares).
     """
     check, th = "seed_draw_variance", thresholds
-    sd = stats.as_vector("seed", seed, kind="int")
-    dr = stats.as_vector("draw", draw, n=len(sd), ref="seed", kind="int")
-    auc = stats.as_vector("residual_auc", residual_auc, n=len(sd), ref="seed")
-    low = stats.as_vector("residual_ci_low", residual_ci_low, n=len(sd), ref="seed")
-    sp_seed = stats.as_vector("stability_seed", stability_seed, kind="int")
-    sp = stats.as_vector("stability_spearman", stability_spearman, n=len(sp_seed), ref="stability_seed")
+    sd = as_vector("seed", seed, kind="int")
+    dr = as_vector("draw", draw, n=len(sd), ref="seed", kind="int")
+    auc = as_vector("residual_auc", residual_auc, n=len(sd), ref="seed")
+    low = as_vector("residual_ci_low", residual_ci_low, n=len(sd), ref="seed")
+    sp_seed = as_vector("stability_seed", stability_seed, kind="int")
+    sp = as_vector("stability_spearman", stability_spearman, n=len(sp_seed), ref="stability_seed")
     seeds = np.unique(sd)
     draws_per_seed = {int(s): len(np.unique(dr[sd == s])) for s in seeds}
     if len(seeds) < th.min_seeds or min(draws_per_seed.values(), default=0) < th.min_draws:
@@ -179,7 +196,7 @@ def seed_draw_variance(seed, draw, residual_auc, residual_ci_low, *, stability_s
     positive = low > th.residual_auc_bar
     no_flip = bool(positive.all())
     stable = bool((sp >= th.draw_spearman).all())
-    share_seed, share_draw = stats.variance_shares(auc, sd)
+    share_seed, share_draw = variance_shares(auc, sd)
     metrics = {"residualized_auc_mean": Metric(float(auc.mean()), n=len(auc)),
                "residualized_auc_min_ci_low": Metric(float(low.min()), n=len(auc)),
                "min_draw_spearman": Metric(float(sp.min()), n=len(sp)),
@@ -195,7 +212,7 @@ def seed_draw_variance(seed, draw, residual_auc, residual_ci_low, *, stability_s
 
 def residual_auc_units(seed, draw, residual, *, thresholds: Thresholds = Thresholds()) -> list[dict]:
     """The units of check 4 as data (``Verdict.units``): per (seed, draw) its residualized AUC (a
-    ``stats.BootstrapResult``) and whether its CI lower bound clears residual_auc_bar."""
+    ``bootstrap.BootstrapResult``) and whether its CI lower bound clears residual_auc_bar."""
     th = thresholds
     return [{"seed": int(s), "draw": int(d), "outcome": _outcome(r.ci_low > th.residual_auc_bar),
              "reason": f"residualized AUC {r.estimate:.4f} (CI low {r.ci_low:.4f})",
@@ -216,30 +233,30 @@ def trigger_token_alignment(in_context, placebo, *, cosine_scale: bool, response
     check, th = "trigger_token_alignment", thresholds
     if in_context is None:
         return Verdict(check, "skip", {}, "the estimator has no token-level scores")
-    ctx = stats.as_vector("in_context", in_context)
+    ctx = as_vector("in_context", in_context)
     if len(ctx) < 2:
         return _error(check, f"the fixture cannot support this check: {len(ctx)} behavior-containing candidates")
-    placebo = None if placebo is None else stats.as_vector("placebo", placebo, n=len(ctx), ref="in_context")
-    response = None if response is None else stats.as_vector("response", response, n=len(ctx), ref="in_context",
+    placebo = None if placebo is None else as_vector("placebo", placebo, n=len(ctx), ref="in_context")
+    response = None if response is None else as_vector("response", response, n=len(ctx), ref="in_context",
                                                               kind="int")
     metrics: dict[str, Metric] = {}
     parts, oks = [], []
     if cosine_scale:
-        mean = stats.mean_bootstrap(ctx, response, **th.bootstrap)
+        mean = mean_bootstrap(ctx, response, **th.bootstrap)
         ok = mean.ci_low > th.cosine_bar
         metrics["in_context_mean"] = Metric.of(mean)
         parts.append(f"mean in-context cosine {Metric.of(mean)} (CI low > {th.cosine_bar}: {_mark(ok)})")
         oks.append(ok)
     if placebo is not None:
-        diff = stats.paired_difference_bootstrap(ctx, placebo, response, **th.bootstrap)
+        diff = paired_difference_bootstrap(ctx, placebo, response, **th.bootstrap)
         ok = diff.ci_low > th.alignment_margin
         metrics["in_context_minus_placebo"] = Metric.of(diff)
         parts.insert(0, f"mean(in_context - placebo) {Metric.of(diff)} (CI low > {th.alignment_margin}: "
                         f"{_mark(ok)})")
         oks.append(ok)
     if constructed is not None:
-        con = stats.mean_bootstrap(stats.as_vector("constructed", constructed, n=len(ctx), ref="in_context"),
-                                   response, **th.bootstrap)
+        con = mean_bootstrap(as_vector("constructed", constructed, n=len(ctx), ref="in_context"),
+                             response, **th.bootstrap)
         metrics["constructed_mean"] = Metric.of(con)
         parts.append(f"constructed-target mean {Metric.of(con)} (reported only)")
     if placebo is None:
@@ -258,24 +275,24 @@ def advantage_baseline(scores, advantage_scores, is_gt, step, *, W: int, nonzero
     if not rollout_level:
         return Verdict(check, "skip", {}, "step-level estimator: advantage_baseline guards rollout-level ones")
     s, g, st = _run_arrays(scores, is_gt, step)
-    a = stats.as_vector("advantage_scores", advantage_scores, n=len(s), ref="scores")
+    a = as_vector("advantage_scores", advantage_scores, n=len(s), ref="scores")
     m, why = _window_support(g, st, W, nonzero)
     if why:
         return _error(check, why)
-    overall = stats.precision_difference_bootstrap(s, a, g, st, **th.bootstrap)
-    win = stats.precision_difference_bootstrap(s[m], a[m], g[m], st[m], **th.bootstrap)
+    overall = precision_difference_bootstrap(s, a, g, st, **th.bootstrap)
+    win = precision_difference_bootstrap(s[m], a[m], g[m], st[m], **th.bootstrap)
     ok_all, ok_win = overall.ci_low > th.advantage_margin, win.ci_low > th.advantage_margin
     metrics = {"precision_minus_advantage": Metric.of(overall),
                "window_precision_minus_advantage": Metric.of(win),
-               "advantage_precision": Metric(stats.precision_at_k(a, g), n=len(g)),
-               "window_advantage_precision": Metric(stats.precision_at_k(a[m], g[m]), n=int(m.sum()))}
+               "advantage_precision": Metric(precision_at_k(a, g), n=len(g)),
+               "window_advantage_precision": Metric(precision_at_k(a[m], g[m]), n=int(m.sum()))}
     reason = (f"precision@|GT| minus advantage_only's: overall {Metric.of(overall)} (CI low > "
               f"{th.advantage_margin}: {_mark(ok_all)}), window {Metric.of(win)} ({_mark(ok_win)})")
     perfect = g.astype(float)
     reach = _out_of_reach({
-        "precision_minus_advantage": (stats.precision_difference_bootstrap(perfect, a, g, st, **th.bootstrap),
+        "precision_minus_advantage": (precision_difference_bootstrap(perfect, a, g, st, **th.bootstrap),
                                       th.advantage_margin),
-        "window_precision_minus_advantage": (stats.precision_difference_bootstrap(
+        "window_precision_minus_advantage": (precision_difference_bootstrap(
             perfect[m], a[m], g[m], st[m], **th.bootstrap), th.advantage_margin)})
     return _supported_or(check, reach, _outcome(ok_all and ok_win), metrics, reason)
 
@@ -286,14 +303,14 @@ def target_dependence_training(train_real, train_placebo, is_gt, step, *,
     against the placebo target, paired on the same step resamples; CI low > target_margin. Point figures of
     each side are reported as well (their own CIs are not needed for the decision)."""
     check, th = "target_dependence", thresholds
-    tr = stats.as_vector("train_real", train_real)
-    tp = stats.as_vector("train_placebo", train_placebo, n=len(tr), ref="train_real")
-    g = stats.as_vector("is_gt", is_gt, n=len(tr), ref="train_real", kind="bool")
-    st = stats.as_vector("step", step, n=len(tr), ref="train_real", kind="int")
-    p_diff = stats.precision_difference_bootstrap(tr, tp, g, st, **th.bootstrap)
+    tr = as_vector("train_real", train_real)
+    tp = as_vector("train_placebo", train_placebo, n=len(tr), ref="train_real")
+    g = as_vector("is_gt", is_gt, n=len(tr), ref="train_real", kind="bool")
+    st = as_vector("step", step, n=len(tr), ref="train_real", kind="int")
+    p_diff = precision_difference_bootstrap(tr, tp, g, st, **th.bootstrap)
     ok = p_diff.ci_low > th.target_margin
-    metrics = {"precision_real": Metric(stats.precision_at_k(tr, g), n=len(tr)),
-               "precision_placebo": Metric(stats.precision_at_k(tp, g), n=len(tr)),
+    metrics = {"precision_real": Metric(precision_at_k(tr, g), n=len(tr)),
+               "precision_placebo": Metric(precision_at_k(tp, g), n=len(tr)),
                "precision_real_minus_placebo": Metric.of(p_diff)}
     reason = (f"training precision@|GT| real target {metrics['precision_real'].value:.4f} vs placebo "
               f"{metrics['precision_placebo'].value:.4f}: paired difference {Metric.of(p_diff)} (CI low > "
@@ -306,17 +323,17 @@ def target_dependence_draw(draw_real, draw_placebo, has_behavior, group, *,
     """Check 7, draw half: within-group AUC of fresh candidates scored against the real target minus against
     the placebo, paired on the same group resamples; CI low > target_margin. Too few pairs -> error."""
     check, th = "target_dependence", thresholds
-    dr = stats.as_vector("draw_real", draw_real)
-    dp = stats.as_vector("draw_placebo", draw_placebo, n=len(dr), ref="draw_real")
-    y = stats.as_vector("has_behavior", has_behavior, n=len(dr), ref="draw_real", kind="bool")
-    grp = stats.as_vector("group", group, n=len(dr), ref="draw_real", kind="int")
+    dr = as_vector("draw_real", draw_real)
+    dp = as_vector("draw_placebo", draw_placebo, n=len(dr), ref="draw_real")
+    y = as_vector("has_behavior", has_behavior, n=len(dr), ref="draw_real", kind="bool")
+    grp = as_vector("group", group, n=len(dr), ref="draw_real", kind="int")
     why = _auc_support(y, grp, th, "the candidate set")
     if why:
         return _error(check, why)
-    a_diff = stats.paired_auc_difference_bootstrap(dr, dp, y, grp, **th.bootstrap)
+    a_diff = paired_auc_difference_bootstrap(dr, dp, y, grp, **th.bootstrap)
     ok = a_diff.ci_low > th.target_margin
-    metrics = {"auc_real": Metric(stats.within_group_auc(dr, y, grp), n=a_diff.n),
-               "auc_placebo": Metric(stats.within_group_auc(dp, y, grp), n=a_diff.n),
+    metrics = {"auc_real": Metric(within_group_auc(dr, y, grp), n=a_diff.n),
+               "auc_placebo": Metric(within_group_auc(dp, y, grp), n=a_diff.n),
                "auc_real_minus_placebo": Metric.of(a_diff)}
     reason = (f"within-group AUC real target {metrics['auc_real'].value:.4f} vs placebo "
               f"{metrics['auc_placebo'].value:.4f}: paired difference {Metric.of(a_diff)} (CI low > "

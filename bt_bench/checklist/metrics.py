@@ -1,7 +1,7 @@
 """The metrics of the bt-bench checklist (docs/checklist.md, section "Metrics"): tie-aware precision@k, chance,
 ceiling, lift, headroom, normalized gain, the window restriction, the within-group AUC, fluency residualization,
 Spearman correlation and the seed/draw variance shares. Pure numpy/scipy; their confidence intervals are in
-:mod:`bt_bench.checklist.bootstrap`, and :mod:`bt_bench.checklist.stats` re-exports both.
+:mod:`bt_bench.checklist.bootstrap`.
 
 Every public function takes numpy arrays, validates shapes and lengths, and raises ``ValueError`` whose
 message starts with the name of the offending argument.

@@ -1,6 +1,6 @@
 """The one check registry: a :class:`CheckSpec` per checklist item, in checklist order (docs/checklist.md, "The
-checks"). Every list of checks in the checklist stage (``verdicts.CHECKS``, ``expectations.CHECKS``, evidence
-replay's, the thin modules in ``checks/``) comes from :data:`CHECKS`.
+checks"). Every list of checks in the checklist stage (``expectations.CHECKS``, evidence replay's, the thin
+modules in ``checks/``) comes from :data:`CHECKS`.
 
 Adding a check: a pure verdict function (``bt_bench.checklist.judges``), its cell (``bt_bench.checklist.cells``) and
 key figure (``bt_bench.checklist.figures``), one :class:`CheckSpec` here, and one thin ``checks/test_<name>.py`` that

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bt_bench.checklist import stats
+from bt_bench.checklist import bootstrap, metrics
 from bt_bench.checklist.base import Thresholds, Verdict, combine
 from bt_bench.checklist.evidence_format import DrawEvidence, Evidence, RunEvidence, load_evidence
 from bt_bench.checklist.judges import (
@@ -71,7 +71,7 @@ def declared_norm_variant(ev: Evidence) -> str | None:
     pool = everywhere or present
     if len(pool) <= 1:
         return pool[0] if pool else None
-    mean = {v: float(np.mean([stats.precision_at_k(r.scores[v], r.is_gt) for r in ev.runs
+    mean = {v: float(np.mean([metrics.precision_at_k(r.scores[v], r.is_gt) for r in ev.runs
                               if v in r.scores and r.is_gt.any()] or [-np.inf])) for v in pool}
     return max(pool, key=lambda v: mean[v])  # max keeps the first of equals: norm_only
 
@@ -137,12 +137,12 @@ def _replay_seed_draw(ev: Evidence, name: str, th: Thresholds) -> Verdict:
     if not stab:
         return _skip(check, "the evidence has no draw-stability scores for this estimator")
     for d in cells:
-        if stats.count_pairs(d.has_behavior, d.group) < th.min_pairs:
+        if metrics.count_pairs(d.has_behavior, d.group) < th.min_pairs:
             return Verdict(check, "error", {}, f"the fixture cannot support this check: {_label(_draw_unit(d))} has "
                            f"fewer than min_pairs={th.min_pairs} within-group pairs")
-    res = [stats.residualized_auc_bootstrap(d.scores[name], d.fluency, d.has_behavior, d.group, **th.bootstrap)
-           for d in cells]
-    sp = [(s.seed, v) for s in stab for v in stats.pairwise_spearman(s.scores)]
+    res = [bootstrap.residualized_auc_bootstrap(d.scores[name], d.fluency, d.has_behavior, d.group,
+                                                **th.bootstrap) for d in cells]
+    sp = [(s.seed, v) for s in stab for v in metrics.pairwise_spearman(s.scores)]
     seeds, draws = [d.seed for d in cells], [d.draw for d in cells]
     v = seed_draw_variance(seeds, draws, [r.estimate for r in res], [r.ci_low for r in res],
                            stability_seed=[s for s, _ in sp], stability_spearman=[x for _, x in sp], thresholds=th)

@@ -1,5 +1,6 @@
 """What the checks share in a session: the fixtures (planted runs + derived data), estimators fitted once, and a
-score cache. The pytest modules in ``checks/`` only ask this object for arrays and call ``bt_bench.checklist.verdicts``.
+score cache. The pytest modules in ``checks/`` only ask this object for arrays and call the verdict functions
+(``bt_bench.checklist.judges``).
 
 Decisions the spec leaves open (also in docs/running.md, "Decisions the spec leaves open"):
 - training-level checks (gradient_norm_baseline, headroom's window gain, advantage_baseline) score the training
@@ -17,8 +18,8 @@ import dataclasses
 
 import numpy as np
 
+from bt_bench.checklist.base import Thresholds
 from bt_bench.checklist.grid import DRAW_CHECKS, not_applicable
-from bt_bench.checklist.verdicts import Thresholds
 from bt_bench.fixture.targets import is_placebo
 
 __all__ = ["DRAW_CHECKS", "FixtureUnsupported", "NotApplicable", "SkipCell", "Suite"]

@@ -107,7 +107,7 @@ def generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def replay_verdicts(s: Settings) -> list:
     """Verdicts of the evidence folder/file (``--bt-evidence``), judged with the configured thresholds."""
-    from bt_bench.checklist.evidence import replay
+    from bt_bench.checklist.replay import replay
 
     path = Path(s.evidence)
     if not path.exists():

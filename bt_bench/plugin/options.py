@@ -44,7 +44,7 @@ class Settings:
     isolation: str = _help("where estimators are imported and run: 'sandbox' (a separate, Landlock-sandboxed "
                            "process), 'process' (separate, not sandboxed), 'none' (in the judging process)", "sandbox")
     thresholds: dict = dataclasses.field(default_factory=dict, metadata={
-        "help": "[tool.bt_bench.thresholds] overrides of bt_bench.checklist.verdicts.Thresholds"})
+        "help": "[tool.bt_bench.thresholds] overrides of bt_bench.checklist.base.Thresholds"})
 
     def __post_init__(self) -> None:
         from bt_bench.runs.config import PROFILES
@@ -201,7 +201,7 @@ def refuse_unsealed(s: Settings) -> None:
 
 def effective_thresholds(s: Settings):
     """The checklist's thresholds after the profile's own overrides and the user's [tool.bt_bench.thresholds]."""
-    from bt_bench.checklist.verdicts import Thresholds
+    from bt_bench.checklist.base import Thresholds
     from bt_bench.runs.config import get_profile
 
     return Thresholds.from_mapping({**get_profile(s.profile).thresholds, **s.thresholds})
@@ -209,7 +209,7 @@ def effective_thresholds(s: Settings):
 
 def modified_thresholds(s: Settings) -> dict[str, dict]:
     """{name: {value, default}} of every threshold that differs from the checklist's default."""
-    from bt_bench.checklist.verdicts import Thresholds
+    from bt_bench.checklist.base import Thresholds
 
     now, default = dataclasses.asdict(effective_thresholds(s)), dataclasses.asdict(Thresholds())
     return {k: {"value": now[k], "default": default[k]} for k in default if now[k] != default[k]}

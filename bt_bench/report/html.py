@@ -210,7 +210,7 @@ def render_html(report: dict, out_html: str | Path, plots: dict[str, bytes] | No
     th = report.get("thresholds") or {}
     helps = {}
     if th:
-        from bt_bench.checklist.verdicts import Thresholds
+        from bt_bench.checklist.base import Thresholds
 
         helps = Thresholds.help()
     env = {**(report.get("versions") or {}), **(report.get("machine") or {})}

@@ -63,15 +63,15 @@ def replay_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--html", help="write a self-contained HTML page here")
     ap.add_argument("--png-dir", help="write report.md and the plots as PNG files into this folder")
     args = ap.parse_args(argv)
-    from bt_bench.checklist import evidence as E
-    from bt_bench.checklist.verdicts import Thresholds
+    from bt_bench.checklist import evidence_format, replay
+    from bt_bench.checklist.base import Thresholds
 
     th = Thresholds()
     try:
         if not Path(args.path).exists():
             raise ValueError(f"evidence not found: {args.path}")
-        ev = E.load_evidence(args.path)
-        verdicts = E.replay(ev, th)
+        ev = evidence_format.load_evidence(args.path)
+        verdicts = replay.replay(ev, th)
     except (ValueError, OSError) as e:
         print(f"bt-bench replay: error: {e}", file=sys.stderr)
         return 2

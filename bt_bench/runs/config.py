@@ -226,7 +226,7 @@ class Profile:
     - ``run``: the RunConfig defaults (``run_config(**overrides)`` applies them, then the overrides);
     - ``draw``: how candidates and targets are sampled (``bt_bench.fixture.draws.DrawConfig`` fields other than
       the checkpoint thresholds; ``bt_bench.fixture.reader.fixture_config`` builds the FixtureConfig from them);
-    - ``thresholds``: checklist threshold overrides the profile itself brings (``bt_bench.checklist.verdicts
+    - ``thresholds``: checklist threshold overrides the profile itself brings (``bt_bench.checklist.base
       .Thresholds`` field names). They count as modified thresholds (printed with every gate line, refused by
       --bt-paper-gate). The checkpoint thresholds among them (``min_pairs``, ``saturated_rate``,
       ``unsaturated_low``, ``unsaturated_high``) are also what picks the saturated/unsaturated checkpoints:
