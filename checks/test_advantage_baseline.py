@@ -5,8 +5,8 @@ without attributing anything."""
 
 import pytest
 
-from bt_bench.checklist.glue import cell, run_cell
 from bt_bench.checklist.registry import CHECKS
+from bt_bench.plugin.glue import cell, run_cell
 
 SPEC = CHECKS["advantage_baseline"]
 

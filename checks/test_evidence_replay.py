@@ -3,7 +3,7 @@
 gated without rerunning them. One cell per (check, estimator) the evidence supports; the rest skip with a reason.
 Without ``--bt-evidence`` this module collects nothing."""
 
-from bt_bench.checklist.glue import run_cell
+from bt_bench.plugin.glue import run_cell
 
 
 def test_evidence_replay(bt_replay_verdict, request):

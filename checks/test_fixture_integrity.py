@@ -3,7 +3,7 @@ optimizer step; the stored files match their hashes (a resumed or mixed run is r
 
 import numpy as np
 
-from bt_bench.checklist.glue import record
+from bt_bench.plugin.glue import record
 from bt_bench.runs.store import load_run
 
 

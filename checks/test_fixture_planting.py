@@ -6,7 +6,7 @@ reviewer of a new fixture must see. Each run's record carries its ``realism`` (b
 hard the fixture is, judged without any estimator), shown in the report's Runs section."""
 
 
-from bt_bench.checklist.glue import record
+from bt_bench.plugin.glue import record
 from bt_bench.runs.realism import run_realism
 
 

@@ -5,8 +5,8 @@ estimator; inside the window every method is within ~0.03 of chance."""
 
 import pytest
 
-from bt_bench.checklist.glue import cell, run_cell
 from bt_bench.checklist.registry import CHECKS
+from bt_bench.plugin.glue import cell, run_cell
 
 SPEC = CHECKS["gradient_norm_baseline"]
 

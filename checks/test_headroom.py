@@ -5,8 +5,8 @@ step-level method can show."""
 
 import pytest
 
-from bt_bench.checklist.glue import cell, run_cell
 from bt_bench.checklist.registry import CHECKS
+from bt_bench.plugin.glue import cell, run_cell
 
 SPEC = CHECKS["headroom"]
 

@@ -5,7 +5,7 @@ estimator; both re-runs are cached like any run."""
 
 import pytest
 
-from bt_bench.checklist.glue import record
+from bt_bench.plugin.glue import record
 
 
 def test_planted_cause_is_causal(bt_runs, bt_settings, request):

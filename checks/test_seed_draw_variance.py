@@ -6,8 +6,8 @@ since the spec judges it over every seed and draw at once."""
 
 import pytest
 
-from bt_bench.checklist.glue import cell, per_unit, run_cell
 from bt_bench.checklist.registry import CHECKS
+from bt_bench.plugin.glue import cell, per_unit, run_cell
 
 SPEC = CHECKS["seed_draw_variance"]
 

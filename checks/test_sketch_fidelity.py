@@ -4,8 +4,8 @@ sketches agree with the exact per-rollout gradient inner products within the JL 
 the stored sketches (checkpoint, in-run, draw, token) equal the ones recomputed through the hook path, and every
 parameter tensor (embeddings included) is covered. Runs once, not per estimator (bt_bench.fixture.fidelity)."""
 
-from bt_bench.checklist.glue import record
 from bt_bench.fixture.fidelity import fixture_fidelity, key_figure, summary
+from bt_bench.plugin.glue import record
 
 
 def _brief(r: dict) -> dict:

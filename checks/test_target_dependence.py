@@ -8,8 +8,8 @@ files or the process) fails by construction."""
 
 import pytest
 
-from bt_bench.checklist.glue import cell, run_cell
 from bt_bench.checklist.registry import CHECKS
+from bt_bench.plugin.glue import cell, run_cell
 
 SPEC = CHECKS["target_dependence"]
 

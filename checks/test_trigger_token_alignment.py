@@ -7,8 +7,8 @@ Published: +0.230 / +0.114 / +0.295 on three seeds; ~0 or negative for the const
 
 import pytest
 
-from bt_bench.checklist.glue import cell, run_cell
 from bt_bench.checklist.registry import CHECKS
+from bt_bench.plugin.glue import cell, run_cell
 
 SPEC = CHECKS["trigger_token_alignment"]
 

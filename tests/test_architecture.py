@@ -70,6 +70,20 @@ def test_every_module_imports_only_earlier_stages():
     assert not bad, "back arrows:\n" + "\n".join(sorted(bad))
 
 
+def test_the_checklist_imports_no_pytest():
+    """pytest's protocol (skip, xfail, user_properties) is the plugin's (bt_bench.plugin.glue); the checklist judges
+    plain arrays, so evidence replay and the report run it without pytest."""
+    bad = []
+    for mod, path in modules():
+        if mod.split(".")[1:2] != ["checklist"]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{mod} imports {n}" for n in names if n.split(".")[0] in ("pytest", "_pytest")]
+    assert not bad, bad
+
+
 def test_no_module_over_the_line_budget():
     big = {m: n for m, p in modules() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not big, big

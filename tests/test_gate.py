@@ -65,8 +65,8 @@ def test_glue_expects_the_declared_outcome_from_the_stash():
     without them, under --bt-strict, or for a user's estimator no outcome is expected."""
     from types import SimpleNamespace
 
-    from bt_bench.checklist import glue
     from bt_bench.checklist.expectations import expected_for
+    from bt_bench.plugin import glue
 
     class NoFixture(pytest.FixtureLookupError):
         def __init__(self):  # what request.getfixturevalue raises outside a bt-bench session
@@ -249,8 +249,8 @@ def test_table_shows_incomplete_with_the_count():
 CELLS = '''
 import pytest
 from bt_bench.checklist.base import Verdict
-from bt_bench.checklist.glue import cell, run_cell
 from bt_bench.checklist.suite import NotApplicable, SkipCell
+from bt_bench.plugin.glue import cell, run_cell
 
 OUT = {OUT}
 

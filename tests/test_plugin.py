@@ -12,7 +12,7 @@ import pytest
 CELL_TEST = '''
 import pytest
 from bt_bench.checklist.base import Verdict
-from bt_bench.checklist.glue import run_cell
+from bt_bench.plugin.glue import run_cell
 
 OUTCOME = {"oracle": "pass", "random": "fail", "advantage_only": "pass"}
 

@@ -77,9 +77,9 @@ import numpy as np
 import pytest
 
 from bt_bench.checklist.base import Thresholds, Verdict
-from bt_bench.checklist.glue import cell, run_cell
 from bt_bench.checklist.suite import Suite
 from bt_bench.estimator import CandidateData, Checkpoint, Target
+from bt_bench.plugin.glue import cell, run_cell
 
 N = 8
 IS_GT = np.arange(N) % 2 == 0

@@ -8,9 +8,10 @@ module top.
 - ``session``: the ``BtSession`` object that collects results, decides the gates, prints and writes the report;
 - ``robust``: third-party robustness: ``--bt-timeout``, one terminal line per estimator error, xdist worker crashes;
 - ``selection``: the checklist folder a session runs, ``--bt-paper-gate``'s refusal of any test selection, and the
-  command line the report records (the expected grid itself is ``bt_bench.checklist.grid``).
-
-The thin modules in ``checks/`` import their cell glue from ``bt_bench.checklist.glue``, never from here.
+  command line the report records (the expected grid itself is ``bt_bench.checklist.grid``);
+- ``glue``: the pytest side of a cell for the thin modules in ``checks/``: the skip/xfail/assert protocol of a
+  verdict and the figures in ``user_properties``. The thin modules import it (``bt_bench.plugin.glue``) and
+  nothing else of the plugin.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from bt_bench.checklist.glue import GLUE_KEY
+    from bt_bench.plugin.glue import GLUE_KEY
 
     s = resolve_settings(config)
     if not hasattr(config, "workerinput"):  # the controller refuses; xdist workers only run what it accepted

@@ -1,5 +1,7 @@
 """The pytest glue of the thin check modules in ``checks/``: compute a cell in a fixture (:func:`cell`), record its
 verdict and turn it into the test's outcome (:func:`run_cell`), attach figures to the test's report (:func:`record`).
+It is the plugin's because it is pytest's protocol (skip, xfail, ``user_properties``); the checklist stage it calls
+imports no pytest. The thin modules import this module and nothing else of the plugin.
 
 What a built-in is declared to do (``bt_bench.checklist.expectations``) depends on the session's fixture profile and
 ``--bt-strict``; the plugin stores both under :data:`GLUE_KEY` in ``config.stash`` (``{"profile": ..., "strict":
