@@ -29,6 +29,7 @@ Built-ins and controls instead carry a declared expected label per (fixture, est
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 
 PASS, FAIL, ERROR, NOT_JUDGED, NA = "PASS", "FAIL", "ERROR", "NOT JUDGED", "N/A"
@@ -141,10 +142,18 @@ def count_text(label: str, units: Iterable[str]) -> str:
     return f"{us.count(label)}/{len(us)}" + (f", {n} unsupported" if n else "")
 
 
-def check_of(result: Mapping) -> tuple[str, str]:
-    """(check, estimator) recorded with a result; FIXTURE as estimator for self-checks."""
+def cell_of(result: Mapping) -> tuple[str, str]:
+    """(check, estimator) of one result: from ``metrics`` when recorded, else parsed from the node id
+    (``checks/test_<check>.py::test_<check>[<estimator>-seed1-draw2]``); no estimator -> FIXTURE (a self-check).
+    The one answer to "which cell is this record" for the gate, the report's table, plots, HTML and comparison."""
     m = result.get("metrics") or {}
-    return m.get("check") or "?", m.get("estimator") or FIXTURE
+    test = result.get("nodeid", "").split("::")[-1]
+    func, _, param = test.partition("[")
+    check = m.get("check") or re.sub(r"^test_", "", func) or "?"
+    est = m.get("estimator")
+    if not est and param:
+        est = re.sub(r"(-seed\d+|-draw\d+)+$", "", param.rstrip("]"))
+    return check, est or FIXTURE
 
 
 def checks(results: Iterable[Mapping], completeness: Mapping | None = None) -> dict[tuple[str, str], CheckResult]:
@@ -153,7 +162,7 @@ def checks(results: Iterable[Mapping], completeness: Mapping | None = None) -> d
     is in the answer, INCOMPLETE when any of its units is missing, also when none of them ran."""
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in results:
-        c, e = check_of(r)
+        c, e = cell_of(r)
         if e == FIXTURE or not (r.get("metrics") or {}).get("verdict"):
             continue
         groups.setdefault((e, c), []).append(dict(r))

@@ -29,16 +29,16 @@ from .schema import (
     runs_of,
     write_report,
 )
+from bt_bench.checklist.gate import FIXTURE, cell_of
+
 from .table import (
     CHECKS,
     COLORS,
-    FIXTURE,
     GATE_ORDER,
     LABELS,
     SEVERITY,
     VERDICT_OUTCOME,
     canonical,
-    cell_of,
     cell_text,
     format_table,
 )

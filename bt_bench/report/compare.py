@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from .schema import load_report
-from .table import cell_of
+from bt_bench.checklist.gate import cell_of
 from .units import key_figure, units
 
 

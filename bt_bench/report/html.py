@@ -14,7 +14,9 @@ from pathlib import Path
 
 from .plots import PLOTS, render_plots
 from .schema import normalized
-from .table import COLORS, FIXTURE, LABELS, _cell_outcome, _cells, cell_label, cell_of, cell_text, format_table, gaps
+from bt_bench.checklist.gate import FIXTURE, cell_of
+
+from .table import COLORS, LABELS, _cell_outcome, _cells, cell_label, cell_text, format_table, gaps
 
 
 def _esc(x) -> str:

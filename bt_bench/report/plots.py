@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .schema import normalized
-from .table import cell_of, cell_text
+from bt_bench.checklist.gate import cell_of
+
+from .table import cell_text
 from .units import units
 
 

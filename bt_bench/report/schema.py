@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from bt_bench.checklist.base import json_default
+from bt_bench.checklist.gate import cell_of
 
 from .table import canonical
 
@@ -70,16 +71,12 @@ def estimator_provenance(names) -> dict:
     return out
 
 
-def _check_of(result: dict) -> str | None:
-    return (result.get("metrics") or {}).get("check")
-
-
 def runs_of(results: list[dict]) -> dict:
     """{runs, failed_seeds, tried_seeds} from the planting self-check's metrics (empty lists without it). Only
     dict entries count as runs: another check's ``runs`` (e.g. integrity's list of run keys) is never taken."""
     out: dict[str, list] = {"runs": [], "failed_seeds": [], "tried_seeds": []}
     for r in results:
-        if _check_of(r) != RUNS_CHECK:
+        if cell_of(r)[0] != RUNS_CHECK:
             continue
         m = r.get("metrics") or {}
         for key, name in (("runs", "runs"), ("failed_seeds", "failed_seeds"), ("tried_seeds", "tried")):

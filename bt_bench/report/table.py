@@ -11,6 +11,8 @@ import shutil
 import textwrap
 from collections.abc import Iterable, Sequence
 
+from bt_bench.checklist.gate import FIXTURE, cell_of
+
 from .units import key_figure, short_reason
 
 LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP",
@@ -22,25 +24,11 @@ VERDICT_OUTCOME = {"pass": "passed", "fail": "failed", "error": "error", "skip":
 CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance",
           "trigger_token_alignment", "advantage_baseline", "target_dependence")  # spec "The checks" order
 FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "integrity")  # the fixture self-checks, in table order
-FIXTURE = "(fixture)"  # the one column of fixture self-checks, which are not per estimator
 # Cells are labelled by the gate (bt_bench.checklist.gate): PASS, FAIL, ERROR, NOT JUDGED, N/A.
 COLORS = {"PASS": "#cdeccd", "FAIL": "#f6c6c6", "ERROR": "#f9ddb1", "NOT JUDGED": "#f9ddb1", "N/A": "#e8e8e8",
           "INCOMPLETE": "#f6c6c6", "passed": "#cdeccd", "failed": "#f6c6c6", "error": "#f9ddb1", "skipped": "#e8e8e8"}
 GATE_ORDER = ("INCOMPLETE", "FAIL", "ERROR", "NOT JUDGED", "PASS", "N/A")
 
-
-
-def cell_of(result: dict) -> tuple[str, str]:
-    """(check, estimator) of one result: from ``metrics`` when recorded, else parsed from the node id
-    (``checks/test_<check>.py::test_<check>[<estimator>-seed1-draw2]``); no estimator -> FIXTURE."""
-    m = result.get("metrics") or {}
-    test = result.get("nodeid", "").split("::")[-1]
-    func, _, param = test.partition("[")
-    check = m.get("check") or re.sub(r"^test_", "", func) or "?"
-    est = m.get("estimator")
-    if not est and param:
-        est = re.sub(r"(-seed\d+|-draw\d+)+$", "", param.rstrip("]"))
-    return check, est or FIXTURE
 
 
 def _label(result: dict) -> str:
