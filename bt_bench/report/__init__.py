@@ -29,6 +29,7 @@ from .schema import (
     runs_of,
     write_report,
 )
+from bt_bench.checklist.figures import key_figure, short_reason, units_of_verdict
 from bt_bench.checklist.gate import FIXTURE, cell_of
 
 from .table import (
@@ -42,7 +43,7 @@ from .table import (
     cell_text,
     format_table,
 )
-from .units import key_figure, legacy_units, short_reason, units, units_of_verdict
+from .units import legacy_units, units
 
 __all__ = ["CHECKS", "COLORS", "CSS", "FIXTURE", "GATE_ORDER", "LABELS", "PLOTS", "SCHEMA", "SEVERITY",
            "VERDICT_OUTCOME", "build_report", "canonical", "cell_of", "cell_text", "compare_reports",

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 from .schema import load_report
 from bt_bench.checklist.gate import cell_of
-from .units import key_figure, units
+from bt_bench.checklist.figures import key_figure
+
+from .units import units
 
 
 def _show(x) -> str:

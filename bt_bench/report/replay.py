@@ -12,7 +12,7 @@ from pathlib import Path
 from .html import write_outputs
 from .schema import SCHEMA, build_report, write_report
 from .table import VERDICT_OUTCOME, format_table
-from .units import key_figure
+from bt_bench.checklist.figures import key_figure
 
 
 def results_from_verdicts(verdicts, evidence=None) -> list[dict]:

@@ -6,14 +6,12 @@ the order pytest (``-n 2``) delivered them in.
 
 from __future__ import annotations
 
-import re
 import shutil
 import textwrap
 from collections.abc import Iterable, Sequence
 
+from bt_bench.checklist.figures import key_figure, short_reason
 from bt_bench.checklist.gate import FIXTURE, cell_of
-
-from .units import key_figure, short_reason
 
 LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP",
           "xfail": "FAIL (expected)", "xpass": "PASS (xfail)"}  # pytest outcomes (fixture self-checks, counts)

@@ -12,9 +12,9 @@ The cells' key figures (``key_figure``; ``units_of_verdict``, the prefix split; 
 
 from __future__ import annotations
 
-from bt_bench.checklist.figures import key_figure, short_reason, units_of_verdict
+from bt_bench.checklist.figures import units_of_verdict
 
-__all__ = ["key_figure", "legacy_units", "short_reason", "units", "units_of_verdict"]
+__all__ = ["legacy_units", "units"]
 _RESERVED = ("outcome", "reason", "metrics")
 
 
