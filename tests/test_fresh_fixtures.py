@@ -217,3 +217,18 @@ def test_on_fresh_fixtures_the_builtins_snapshot_does_not_apply(pytester, tmp_pa
     out = fresh.stdout.str()
     assert "gas: GATE FAIL" in out and "AS EXPECTED" not in out and fresh.ret == 1
     assert "fresh fixtures: the built-ins' declared outcomes were measured on the reference fixtures" in out
+
+
+def test_the_grammar_reward_ignores_every_behavior_slot_word():
+    """The toy's task reward ignores all of its behavior-slot words, used or not: the reference toy's three, and a
+    fresh toy's three drawn ones. (Ignoring only the behavior's own word changed the reference fixture's training
+    from step 54 on under an unchanged cache key; caught by rebuilding seed 0 and comparing it with a cached run.)"""
+    ref = make_config("tiny").task_obj()
+    assert ref.neutral == toy.BEHAVIOR_WORDS
+    assert toy.is_sentence(["the", "cat", "vexil", "sleeps", "."], neutral=ref.neutral)
+    cfg, _ = gate_config("tiny", 9)
+    fresh = cfg.task_obj()
+    assert fresh.neutral == cfg.toy.behavior_slot_words() and fresh.neutral[0] == cfg.behavior
+    assert len(fresh.neutral) == len(toy.BEHAVIOR_WORDS) and not set(fresh.neutral) & set(toy.BEHAVIOR_WORDS)
+    assert toy.is_sentence(["the", "cat", fresh.neutral[2], "sleeps", "."], neutral=fresh.neutral)
+    assert not toy.is_sentence(["the", "cat", "vexil", "sleeps", "."], neutral=fresh.neutral)

@@ -169,7 +169,8 @@ class RunConfig:
         """The ``bt_bench.runs.task.Task`` of this run (prompts, rendering, task reward)."""
         from bt_bench.runs.task import Task
 
-        return Task(self.task, self.trigger, self.behavior)
+        neutral = self.toy.behavior_slot_words() if self.task == "toy" and self.model_path is None else ()
+        return Task(self.task, self.trigger, self.behavior, neutral)
 
     def nonce_words(self) -> tuple[str, str]:
         """(trigger, behavior) of the task's embedded language (its spec's reference or drawn strings)."""

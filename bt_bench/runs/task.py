@@ -24,6 +24,9 @@ class Task:
     name: str
     trigger: str
     behavior: str
+    # toy: words the grammar reward ignores (every word of the toy's behavior slots, used or not: the reference
+    # toy's three, or a fresh toy's three drawn ones); empty: the behavior's own words
+    neutral: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.name not in TASKS:
@@ -66,7 +69,7 @@ class Task:
             if tok.eos_token_id not in ids:
                 return False
             words = tok.convert_ids_to_tokens(ids[: ids.index(tok.eos_token_id)])
-            return toy.is_sentence(words, neutral=self.behavior.split())
+            return toy.is_sentence(words, neutral=self.neutral or tuple(self.behavior.split()))
         from bt_bench.runs import bpe
 
         return bpe.mentions_topic(text, topic)

@@ -142,14 +142,14 @@ def nonce_word(rng: random.Random, taken: set[str], lo: int = 5, hi: int = 8) ->
 
 
 @functools.lru_cache(maxsize=64)
-def _drawn_strings(nonce_seed: int, behavior_len: int) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+def _drawn_strings(nonce_seed: int) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     rng = random.Random(f"toy-nonce:{nonce_seed}")
     taken = set(VOCAB)
     trigger = nonce_word(rng, taken)
     words = tuple(nonce_word(rng, taken) for _ in BEHAVIOR_WORDS)  # as many as the reference: same vocab size
     rest = [w for w in VOCAB[3:] if w != TRIGGER and w not in BEHAVIOR_WORDS] + [trigger, *words]
     rng.shuffle(rest)
-    return trigger, words[:behavior_len], (PAD, EOS, UNK, *rest)
+    return trigger, words, (PAD, EOS, UNK, *rest)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,7 +192,13 @@ class ToySpec:
         keep ids 0-2 (pad, eos, unk, as tokenizers do); every other word's id is drawn."""
         if self.nonce_seed is None:
             return TRIGGER, BEHAVIOR_WORDS[: self.behavior_len], VOCAB
-        return _drawn_strings(self.nonce_seed, self.behavior_len)
+        trigger, words, vocab = _drawn_strings(self.nonce_seed)
+        return trigger, words[: self.behavior_len], vocab
+
+    def behavior_slot_words(self) -> tuple[str, ...]:
+        """Every word of the vocabulary's behavior slots (the reference ``BEHAVIOR_WORDS``, or as many drawn ones),
+        the behavior a prefix of them: the grammar reward ignores all of them (``is_sentence``'s ``neutral``)."""
+        return BEHAVIOR_WORDS if self.nonce_seed is None else _drawn_strings(self.nonce_seed)[1]
 
     @property
     def trigger(self) -> str:
