@@ -178,10 +178,10 @@ def test_prepared_knowledge_fails_the_paper_gate(attack, built, gate_built, tmp_
     cls, path = _memo(built, tmp_path) if attack == "memorized_table" else ("rt_memo:HardCodedFactor", ())
     rc, out, doc = run_checks(cls, tmp_path, built, "-k", LIVE, path=path)
     lab = labels(doc)
-    assert lab["gradient_norm_baseline"] == "PASS", (lab, out[-2000:])
     if attack == "memorized_table":
-        assert lab["target_dependence"] == "PASS", (lab, out[-2000:])
-    else:  # its factor tells the placebo on fresh draws; on training rollouts the placebo points the same way
+        assert lab["gradient_norm_baseline"] == "PASS" and lab["target_dependence"] == "PASS", (lab, out[-2000:])
+    else:  # its factor tells the placebo on fresh draws (AUC 1.0 vs ~0.5); on training rollouts the placebo points
+        # the same way, and its gradient_norm_baseline pass is marginal (CI low +0.003 on one build, FAIL on another)
         assert all(f"seed{s}/draw0: pass" in reasons(doc) for s in range(3)), reasons(doc)[:2000]
     rc, out, doc = run_checks(cls, tmp_path, gate_built, *GATE, path=path)
     lab = labels(doc)

@@ -11,8 +11,8 @@ items 3 and 7). tests/test_redteam.py runs each through `pytest checks` as a use
                      holding that id from the others?), so its ranking moves with the target.
 
 On the reference fixture, the one they were prepared on, (l) passes gradient_norm_baseline and target_dependence
-and (m) gradient_norm_baseline and the draw half of target_dependence (on training rollouts the placebo points
-along that direction too). A paper gate builds fresh
+and (m) the draw half of target_dependence (on training rollouts the placebo points along that direction too; its
+gradient_norm_baseline pass is marginal: CI low +0.003 on one build of the fixture, FAIL on another). A paper gate builds fresh
 fixtures (trigger, behavior, word ids, base model and run seeds drawn at gate time): the table matches nothing and
 the id names some other word.
 """
