@@ -29,7 +29,7 @@ def cmd_replay(args) -> int:
     """``bt-bench replay [PATH | example] [options]``: no argument, or the word ``example`` in place of PATH,
     replays the built-in example (the vendored BehaviorTrace seed-2 rows, ``bt_bench.checklist.examples``)."""
     from bt_bench.checklist.examples import behaviortrace_seed2
-    from bt_bench.report import replay_main
+    from bt_bench.report.replay import replay_main
 
     rest = list(args.rest)
     if not rest or rest[0] == "example":
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     rp = sub.add_parser("report", help="table + HTML page of a JSON report: `bt-bench report out.json --html r.html`",
                         add_help=False, prefix_chars="+")  # every -option goes to report.main
     rp.add_argument("rest", nargs=argparse.REMAINDER)
-    rp.set_defaults(func=lambda a: __import__("bt_bench.report", fromlist=["main"]).main(a.rest))
+    rp.set_defaults(func=lambda a: __import__("bt_bench.report.cli", fromlist=["main"]).main(a.rest))
     rl = sub.add_parser("replay", help="judge recorded evidence: `bt-bench replay DIR [--report out.json]`; "
                         "no argument or `example` replays the built-in BehaviorTrace seed-2 rows "
                         "(exit 0 pass/skip, 1 fail/error, 2 unreadable)", add_help=False, prefix_chars="+")

@@ -104,7 +104,7 @@ class AdvantageOnly:
 class Oracle:
     """Oracle (tests only): score_i = GT indicator for training rollouts, behavior label for drawn candidates.
 
-    The positive control: it must pass every check it can take part in, ``target_dependence`` included. It
+    The positive control: it must pass every check it can take part in, the target-dependence test included. It
     reads labels, so it is excluded from the default set (``test_only``), is never an entry point (the
     registry resolves ``oracle`` internally) and is the only class allowed to declare ``labels``
     (``bt_bench.estimator.TEST_ONLY``, matched by class identity). It never looks at the target: for a placebo

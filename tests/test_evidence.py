@@ -30,7 +30,8 @@ from bt_bench.checklist.evidence_format import (
 from bt_bench.checklist.examples import behaviortrace_seed2
 from bt_bench.checklist.metrics import count_pairs, precision_at_k
 from bt_bench.checklist.registry import CHECKS
-from bt_bench.checklist.replay import declared_norm_variant, replay
+from bt_bench.checklist.evidence_judging import declared_norm_variant
+from bt_bench.checklist.replay import replay
 
 # The paper's table for seed 2: field -> (raw AUC, raw CI, residualized AUC, residualized CI)
 PUBLISHED = {

@@ -138,7 +138,7 @@ def test_a_new_check_is_in_the_grid_without_a_second_list(monkeypatch):
 
 def test_not_applicable_is_the_suites_rule():
     from bt_bench.checklist.base import Thresholds
-    from bt_bench.checklist.grid import not_applicable
+    from bt_bench.checklist.registry import not_applicable
     from bt_bench.checklist.suite import NotApplicable, Suite
 
     suite = Suite(fixtures=[], failed_seeds=[], thresholds=Thresholds())
@@ -367,7 +367,7 @@ def test_modified_thresholds_are_shown_and_refused_by_paper_gate(pytester, tmp_p
 
 
 def test_report_page_shows_modified_thresholds_and_gates(tmp_path):
-    from bt_bench.report import render_html
+    from bt_bench.report.html import render_html
 
     doc = {"schema": "bt-bench-report/1", "settings": {"profile": "tiny"}, "results": [
         _r("passed", "pass")], "modified_thresholds": {"auc_bar": {"value": 0.4, "default": 0.5}},

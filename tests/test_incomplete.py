@@ -28,7 +28,7 @@ import pytest
 from bt_bench.checklist import registry
 from bt_bench.checklist.base import Verdict
 from bt_bench.checklist.expectations import expected_for
-from bt_bench.checklist.grid import not_applicable
+from bt_bench.checklist.registry import not_applicable
 from bt_bench.checklist.suite import NotApplicable
 from bt_bench.estimator.registry import get_estimator
 
@@ -149,3 +149,67 @@ def test_paper_gate_refuses_any_selection_before_running(checklist, tmp_path):
     assert doc is None  # nothing ran, nothing was written
     res, _, _ = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-paper-gate", "-m", "slow")
     assert res.ret == pytest.ExitCode.USAGE_ERROR and "-m 'slow'" in res.stderr.str()
+
+
+# A new check, added as the registry says (bt_bench/checklist/registry.py): its module (here the conftest builds its
+# CheckSpec), one entry in the registry, and its thin module in checks/. Nothing else in the harness is told.
+DUMMY = '''
+from bt_bench.checklist import registry
+from bt_bench.checklist.base import Verdict, with_unit
+from bt_bench.checklist.spec import CheckSpec
+
+
+def _judge(seed):
+    return Verdict("dummy_check", "fail" if seed == 1 else "pass", {}, f"dummy judged seed {seed}")
+
+
+def _cell(suite, est, i):
+    return with_unit(_judge(suite.fixtures[i].seed), {"seed": suite.fixtures[i].seed, "draw": None})
+
+
+registry.CHECKS["dummy_check"] = CheckSpec(
+    name="dummy_check", order=8, unit="seed", title="a check added by a test", finding="Nothing.", cell=_cell,
+    judge=_judge, figure_parts=lambda us: ["dummy figure"])
+'''
+
+THIN = '''
+import pytest
+
+from bt_bench.checklist.registry import CHECKS
+from bt_bench.plugin.glue import cell, run_cell
+
+SPEC = CHECKS["dummy_check"]
+
+
+@pytest.fixture
+def verdict(bt_suite, bt_estimator, bt_seed, request):
+    return cell(request, SPEC.name, bt_estimator, SPEC.cell, bt_suite, bt_estimator, bt_seed)
+
+
+def test_dummy_check(bt_suite, bt_estimator, bt_seed, verdict, request):
+    run_cell(request, SPEC.name, bt_estimator, verdict, seed=bt_suite.fixtures[bt_seed].seed)
+'''
+
+
+def test_a_check_added_by_its_module_and_thin_module_is_judged_reported_and_gated(checklist, tmp_path):
+    """Issue 20: adding a check is its module, its registry entry and its thin module. The new check is in the
+    expected grid (INCOMPLETE if a unit is left out), judged per seed, shown in the table with its key figure, in
+    the JSON report, and decides the gate (it fails seed 1, so the user's estimator fails the gate on it alone)."""
+    d = checklist.path / "checks"
+    (d / "conftest.py").write_text((d / "conftest.py").read_text() + DUMMY)
+    (d / "test_dummy_check.py").write_text(THIN)
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER)
+    assert res.ret == 1, out
+    (g,) = doc["gates"]
+    assert g["line"].startswith(f"{USER}: GATE FAIL: dummy_check FAIL 1/3"), g["line"]
+    assert "dummy_check" in out.split("GATE FAIL")[0] and "dummy figure" in out  # the table row and key figure
+    cells = [r for r in doc["results"] if (r.get("metrics") or {}).get("check") == "dummy_check"]
+    assert sorted(r["metrics"]["verdict"]["outcome"] for r in cells) == ["fail", "pass", "pass"]
+    units = {(x["estimator"], x["check"]): x["units"] for x in doc["completeness"]["expected"]}
+    assert units[(USER, "dummy_check")] == 3
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "-k", "not (dummy_check and seed1)")
+    assert res.ret == 1 and "dummy_check INCOMPLETE 1/3 missing" in out, out
+    # without the new check every unit of the others passes: the control
+    (d / "test_dummy_check.py").unlink()
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER)
+    assert "dummy_check INCOMPLETE 3/3 missing" in out  # registered but its thin module is gone: not run

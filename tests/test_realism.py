@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from test_report import real_looking, synthetic_report
 
-from bt_bench import report as R
+from bt_bench.report.html import render_html
+from bt_bench.report.schema import write_report
 from bt_bench.checklist.metrics import within_group_auc
 from bt_bench.runs.realism import BEHAVIOR_COLUMNS, STATS, fluency_auc, pooled_auc, realism_stats
 
@@ -117,10 +118,10 @@ def rep() -> dict:
 
 def test_report_runs_carry_realism_and_the_page_shows_it(rep, tmp_path):
     doc = real_looking(rep)  # the runs travel in the planting self-check's metrics, as a fixture run records them
-    out = R.write_report(tmp_path / "r.json", settings=doc["settings"], results=doc["results"], exit_status=0,
+    out = write_report(tmp_path / "r.json", settings=doc["settings"], results=doc["results"], exit_status=0,
                          gates=doc["gates"], thresholds=doc["thresholds"], provenance={})
     assert [r["realism"]["window_adv_auc_gt"] for r in out["runs"]] == pytest.approx([0.85, 0.86, 0.87])
-    page = R.render_html(out, tmp_path / "r.html").read_text()
+    page = render_html(out, tmp_path / "r.html").read_text()
     assert "Realism" in page and "window_adv_auc_gt" in page and "fluency_auc_saturated" in page
     assert "0.860" in page and "synthetic-1" in page and "synthetic ·" in page  # the run's key and profile
     assert html.escape(STATS["window_gt_share_pos_adv"]) in page
@@ -129,12 +130,12 @@ def test_report_runs_carry_realism_and_the_page_shows_it(rep, tmp_path):
     for r in bare["runs"]:
         r["summary"]["realism"] = {"window_adv_auc_gt": 0.5, "tokens_per_occurrence": None}
         r["realism"] = {"fluency_auc_saturated": 0.7, "saturated_step": 3}
-    page = R.render_html(bare, tmp_path / "b.html").read_text()
+    page = render_html(bare, tmp_path / "b.html").read_text()
     assert "0.500" in page and "0.700" in page and "n/a" in page
     for r in bare["runs"]:
         r.pop("realism")
         r["summary"].pop("realism")
-    assert "Realism" not in R.render_html(bare, tmp_path / "c.html").read_text()  # older reports: no block
+    assert "Realism" not in render_html(bare, tmp_path / "c.html").read_text()  # older reports: no block
 
 
 def test_run_realism_prefers_the_recorded_stats_and_computes_them_for_older_runs():

@@ -17,7 +17,16 @@ import numpy as np
 import pytest
 from test_verdicts import make_candidates, make_run, make_token_level
 
-from bt_bench import report as R
+from bt_bench.checklist.figures import units_of_verdict
+from bt_bench.checklist.gate import FIXTURE, cell_of
+from bt_bench.checklist.registry import CHECKS
+from bt_bench.report.cli import main
+from bt_bench.report.compare import compare_reports
+from bt_bench.report.html import render_html
+from bt_bench.report.replay import replay_main, replay_settings, results_from_verdicts
+from bt_bench.report.schema import SCHEMA, load_report, write_report
+from bt_bench.report.table import format_table
+from bt_bench.report.units import legacy_units, units
 from bt_bench.checklist.base import Thresholds
 from bt_bench.checklist.evidence_format import (
     DrawEvidence,
@@ -106,9 +115,9 @@ def synthetic_report(n_seeds: int = 3, n_draws: int = 3, n_resamples: int = 200,
             stab.append(StabilityEvidence(seed=s, estimator=name, draws=np.arange(n_draws),
                                           scores=base + rng.normal(0, noise, (n_draws, 80))))
     evidence = Evidence(runs=runs, draws=draws, token_level=tokens, stability=stab, source="synthetic")
-    results = R.results_from_verdicts(replay(evidence, th), evidence)
+    results = results_from_verdicts(replay(evidence, th), evidence)
     for res in results:
-        why = EXPECTED.get(R.cell_of(res))
+        why = EXPECTED.get(cell_of(res))
         if why and res["outcome"] in ("failed", "passed"):  # as the plugin records a built-in's declared outcome
             res["outcome"] = "xfail" if res["outcome"] == "failed" else "passed"
             res["metrics"]["expected"] = {"label": "FAIL", "reason": why}
@@ -119,7 +128,7 @@ def synthetic_report(n_seeds: int = 3, n_draws: int = 3, n_resamples: int = 200,
                 {"nodeid": "checks/test_fixture_integrity.py::test_integrity", "outcome": "passed",
                  "duration_s": 0.1, "reason": None,
                  "metrics": {"check": "integrity", "key_figure": f"{n_seeds} runs, hashes and counts ok"}}]
-    return {"schema": R.SCHEMA, "exit_status": 0,
+    return {"schema": SCHEMA, "exit_status": 0,
             "settings": {"estimators": list(ESTIMATORS), "profile": "synthetic", "seeds": n_seeds, "draws": n_draws,
                          "cache_dir": None, "rebuild": False, "report": None, "evidence": None, "strict": False},
             "machine": {"platform": "synthetic", "python": sys.version.split()[0], "cpus": 2},
@@ -136,13 +145,13 @@ def rep() -> dict:
 def test_synthetic_report_has_every_kind_of_cell(rep):
     outcomes = {r["outcome"] for r in rep["results"]}
     assert {"passed", "skipped", "xfail"} <= outcomes
-    cells = {R.cell_of(r) for r in rep["results"]}
+    cells = {cell_of(r) for r in rep["results"]}
     assert {("fluency_confound", e) for e in ESTIMATORS} <= cells
-    assert ("integrity", R.FIXTURE) in cells
+    assert ("integrity", FIXTURE) in cells
 
 
 def test_html_embeds_one_image_per_plot(rep, tmp_path):
-    out = R.render_html(rep, tmp_path / "r.html")
+    out = render_html(rep, tmp_path / "r.html")
     page = out.read_text()
     assert page.count("data:image/png;base64,") == 4  # lift, AUC, alignment, learning curves
     for name in ("lift", "auc", "alignment", "curves"):
@@ -152,14 +161,14 @@ def test_html_embeds_one_image_per_plot(rep, tmp_path):
 
 
 def test_html_without_runs_says_so(rep, tmp_path):
-    page = R.render_html({**rep, "runs": []}, tmp_path / "r.html").read_text()
+    page = render_html({**rep, "runs": []}, tmp_path / "r.html").read_text()
     assert page.count("data:image/png;base64,") == 3
     assert "No data in this report for this plot" in page
 
 
 @pytest.mark.parametrize("width", [80, 140])
 def test_table_has_every_estimator_and_outcome(rep, width):
-    table = R.format_table(rep["results"], width=width)
+    table = format_table(rep["results"], width=width)
     assert max(len(line) for line in table.splitlines()) <= width
     for e in ESTIMATORS:
         assert e in table
@@ -171,14 +180,14 @@ def test_table_has_every_estimator_and_outcome(rep, width):
 def test_table_reads_node_ids_and_aggregates_cells():
     res = [{"nodeid": f"checks/test_headroom.py::test_headroom[my-est-seed{s}-draw1]", "outcome": o, "metrics": {}}
            for s, o in enumerate(("passed", "failed", "passed"))]
-    assert R.cell_of(res[0]) == ("headroom", "my-est")
-    table = R.format_table(res, width=100)
+    assert cell_of(res[0]) == ("headroom", "my-est")
+    table = format_table(res, width=100)
     assert "my-est" in table and "FAIL 1/3" in table and "1 cells: 1 FAIL" in table
 
 
 def test_units_and_key_figure_from_combined_verdict(rep):
-    r = next(r for r in rep["results"] if R.cell_of(r) == ("fluency_confound", "gas"))
-    us = R.units_of_verdict(r["metrics"]["verdict"])
+    r = next(r for r in rep["results"] if cell_of(r) == ("fluency_confound", "gas"))
+    us = units_of_verdict(r["metrics"]["verdict"])
     assert sorted((u["seed"], u["draw"]) for u in us) == [(s, d) for s in range(3) for d in range(3)]
     assert all(u["outcome"] in ("pass", "fail") and "residualized_auc" in u["metrics"] for u in us)
     auc = np.mean([u["metrics"]["auc"]["value"] for u in us])
@@ -187,18 +196,18 @@ def test_units_and_key_figure_from_combined_verdict(rep):
 
 
 def test_main_missing_file_exits_2(tmp_path, capsys):
-    assert R.main([str(tmp_path / "nope.json")]) == 2
+    assert main([str(tmp_path / "nope.json")]) == 2
     assert "report file not found" in capsys.readouterr().err
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema": "other"}))
-    assert R.main([str(bad)]) == 2
+    assert main([str(bad)]) == 2
     assert "is not 'bt-bench-report/1'" in capsys.readouterr().err
 
 
 def test_main_renders_html_and_pngs(rep, tmp_path, capsys):
     path = tmp_path / "out.json"
     path.write_text(json.dumps(rep))
-    assert R.main([str(path), "--html", str(tmp_path / "r.html"), "--png-dir", str(tmp_path / "png")]) == 0
+    assert main([str(path), "--html", str(tmp_path / "r.html"), "--png-dir", str(tmp_path / "png")]) == 0
     assert "fluency_confound" in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["alignment.png", "auc.png", "curves.png",
                                                                     "lift.png", "report.md"]
@@ -208,21 +217,21 @@ def test_replay_of_vendored_behaviortrace(tmp_path, capsys):
     from bt_bench.checklist.examples import behaviortrace_seed2
 
     out = tmp_path / "replay.json"
-    rc = R.replay_main([str(behaviortrace_seed2()), "--report", str(out), "--html", str(tmp_path / "r.html")])
+    rc = replay_main([str(behaviortrace_seed2()), "--report", str(out), "--html", str(tmp_path / "r.html")])
     assert rc == 1  # fluency_confound fails the gradient scores: the gate closes
     text = capsys.readouterr().out
     assert "mp_centered" in text and "FAIL" in text and "exit 1" in text
     doc = json.loads(out.read_text())
-    assert doc["schema"] == R.SCHEMA and doc["runs"] == [] and doc["thresholds"]["n_resamples"] == 5000
-    cell = {R.cell_of(r): r for r in doc["results"]}
+    assert doc["schema"] == SCHEMA and doc["runs"] == [] and doc["thresholds"]["n_resamples"] == 5000
+    cell = {cell_of(r): r for r in doc["results"]}
     assert cell[("fluency_confound", "mp_centered")]["outcome"] == "failed"
-    assert R.units(cell[("fluency_confound", "mp_centered")]["metrics"])[0]["seed"] == 2
+    assert units(cell[("fluency_confound", "mp_centered")]["metrics"])[0]["seed"] == 2
     assert cell[("trigger_token_alignment", "sketch_cosine")]["metrics"]["series"]["in_context"]
     assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") == 2  # AUC, alignment
 
 
 def test_replay_missing_path_exits_2(tmp_path, capsys):
-    assert R.replay_main([str(tmp_path / "nowhere")]) == 2
+    assert replay_main([str(tmp_path / "nowhere")]) == 2
     assert "evidence not found" in capsys.readouterr().err
 
 
@@ -248,10 +257,10 @@ def test_writer_takes_runs_from_the_planting_check_in_any_order(rep, tmp_path):
     for seed in range(3):
         results = list(doc["results"])
         np.random.default_rng(seed).shuffle(results)
-        out = R.write_report(tmp_path / "r.json", settings=doc["settings"], results=results, exit_status=1,
+        out = write_report(tmp_path / "r.json", settings=doc["settings"], results=results, exit_status=1,
                              gates=doc["gates"], thresholds=doc["thresholds"], modified_thresholds={}, provenance={})
         assert out == json.loads((tmp_path / "r.json").read_text()) and not list(tmp_path.glob("*.tmp"))
-        assert out["schema"] == R.SCHEMA and [r["seed"] for r in out["runs"]] == [0, 1, 2]
+        assert out["schema"] == SCHEMA and [r["seed"] for r in out["runs"]] == [0, 1, 2]
         assert out["failed_seeds"] == rep["failed_seeds"] and len(out["tried_seeds"]) == 3
         assert out["modified_thresholds"] == {} and out["estimators"] == {} and out["exit_status"] == 1
 
@@ -265,12 +274,12 @@ def test_page_does_not_depend_on_the_order_of_results(rep, tmp_path):
         np.random.default_rng(seed).shuffle(shuffled["results"])
         path = tmp_path / f"r{seed}.json"
         path.write_text(json.dumps(shuffled))
-        assert R.main([str(path), "--html", str(tmp_path / f"r{seed}.html")]) == 0
+        assert main([str(path), "--html", str(tmp_path / f"r{seed}.html")]) == 0
         pages.append((tmp_path / f"r{seed}.html").read_text())
     assert pages[0] == pages[1] == pages[2]
     assert pages[0].count("data:image/png;base64,") == 4 and "alt='curves'" in pages[0]
     assert "final_trigger_rate</th>" in pages[0] and "No runs in this report" not in pages[0]
-    assert R.format_table(doc["results"], 120) == R.format_table(list(reversed(doc["results"])), 120)
+    assert format_table(doc["results"], 120) == format_table(list(reversed(doc["results"])), 120)
 
 
 class _Tables(HTMLParser):
@@ -306,8 +315,8 @@ def wide_report(n_estimators: int = 16) -> dict:
                 "metrics": {"check": c, "estimator": e, "key_figure": f"figure {i}",
                             "verdict": {"check": c, "estimator": e, "outcome": "pass" if i % 3 else "fail",
                                         "reason": "synthetic", "metrics": {}}}}
-               for c in R.CHECKS for i, e in enumerate(ests)]
-    return {"schema": R.SCHEMA, "exit_status": 1, "settings": {"estimators": ests, "profile": "synthetic"},
+               for c in CHECKS for i, e in enumerate(ests)]
+    return {"schema": SCHEMA, "exit_status": 1, "settings": {"estimators": ests, "profile": "synthetic"},
             "results": results}
 
 
@@ -319,16 +328,16 @@ def matrix_of(page: str) -> tuple[str, list[list[str]]]:
 
 def test_wide_matrix_is_transposed_one_row_per_estimator(tmp_path):
     doc = wide_report(16)
-    page = R.render_html(doc, tmp_path / "wide.html").read_text()
+    page = render_html(doc, tmp_path / "wide.html").read_text()
     cls, rows = matrix_of(page)
     assert "transposed" in cls
-    assert rows[0] == ["estimator", *R.CHECKS]  # columns: the 7 checks, whatever the number of estimators
+    assert rows[0] == ["estimator", *CHECKS]  # columns: the 7 checks, whatever the number of estimators
     assert [r[0] for r in rows[1:]] == doc["settings"]["estimators"]
-    assert all(len(r) == len(R.CHECKS) + 1 for r in rows)
+    assert all(len(r) == len(CHECKS) + 1 for r in rows)
     assert "table-layout:fixed" in page and "overflow-wrap:anywhere" in page
-    few = R.render_html(wide_report(4), tmp_path / "few.html").read_text()
+    few = render_html(wide_report(4), tmp_path / "few.html").read_text()
     cls, rows = matrix_of(few)
-    assert "transposed" not in cls and rows[0][0] == "check" and len(rows) == len(R.CHECKS) + 1
+    assert "transposed" not in cls and rows[0][0] == "check" and len(rows) == len(CHECKS) + 1
 
 
 def test_compare_identical_flipped_and_missing(rep, tmp_path, capsys):
@@ -367,26 +376,28 @@ def test_compare_reads_structured_units():
                                                                             "estimator": "mine", "verdict": v}}]}
 
     a, b = doc(["pass", "pass", "pass"]), doc(["pass", "fail", "pass"])
-    assert R.units(a["results"][0]["metrics"])[1] == {"seed": 1, "draw": 0, "outcome": "pass", "reason": "pass",
+    assert units(a["results"][0]["metrics"])[1] == {"seed": 1, "draw": 0, "outcome": "pass", "reason": "pass",
                                                       "metrics": {"auc": {"value": 0.7}}}
-    diffs = R.compare_reports(a, b)
+    diffs = compare_reports(a, b)
     assert len(diffs) == 1 and "seed 1 draw 0" in diffs[0] and "AUC 0.70" in diffs[0]
 
 
 def test_older_json_with_per_unit_still_renders(tmp_path):
     """docs/report_example.json predates structured units (``per_unit``, prefixed metric names): the fallback."""
-    doc = R.load_report(Path(__file__).resolve().parents[1] / "docs" / "report_example.json")
+    doc = load_report(Path(__file__).resolve().parents[1] / "docs" / "report_example.json")
     assert not any((r["metrics"].get("verdict") or {}).get("units") for r in doc["results"])
-    page = R.render_html(doc, tmp_path / "old.html").read_text()
+    page = render_html(doc, tmp_path / "old.html").read_text()
     assert page.count("data:image/png;base64,") == 4
-    r = next(r for r in doc["results"] if R.cell_of(r) == ("fluency_confound", "gas"))
-    assert len(R.units(r["metrics"])) == 9 and R.units(r["metrics"]) == R.legacy_units(r["metrics"])
+    r = next(r for r in doc["results"] if cell_of(r) == ("fluency_confound", "gas"))
+    assert len(units(r["metrics"])) == 9 and units(r["metrics"]) == legacy_units(r["metrics"])
 
 
 def test_report_stage_does_not_import_the_plugin():
     import ast
 
-    pkg = Path(R.__file__).parent
+    import bt_bench.report
+
+    pkg = Path(bt_bench.report.__file__).parent
     for f in pkg.glob("*.py"):
         names = {n.module or "" for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.ImportFrom)}
         names |= {a.name for n in ast.walk(ast.parse(f.read_text())) if isinstance(n, ast.Import) for a in n.names}
@@ -399,7 +410,7 @@ def test_replay_settings_have_the_plugins_keys():
     from bt_bench.checklist.examples import behaviortrace_seed2
     from bt_bench.plugin import Settings
 
-    st = R.replay_settings(load_evidence(behaviortrace_seed2()), "x", None)
+    st = replay_settings(load_evidence(behaviortrace_seed2()), "x", None)
     assert set(st) == {f.name for f in dataclasses.fields(Settings)}
 
 
@@ -407,8 +418,8 @@ if __name__ == "__main__":  # the example report: python tests/test_report.py OU
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs")
     doc = synthetic_report(n_resamples=2000, T=60, W=20)
     (out / "report_example.json").write_text(json.dumps(doc, indent=1))
-    print(R.format_table(doc["results"]))
-    print(R.render_html(doc, out / "report_example.html"))
+    print(format_table(doc["results"]))
+    print(render_html(doc, out / "report_example.html"))
 
 
 def test_html_renders_undefined_variance_shares(rep, tmp_path):
@@ -426,5 +437,5 @@ def test_html_renders_undefined_variance_shares(rep, tmp_path):
                     m[k]["value"] = None
                     hit += 1
     assert hit, "the synthetic report has no variance shares to blank"
-    page = R.render_html(doc, tmp_path / "r.html").read_text()
+    page = render_html(doc, tmp_path / "r.html").read_text()
     assert "alt='auc'" in page

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from test_report import real_looking, synthetic_report, wide_report
 
-from bt_bench import report as R
+from bt_bench.report.html import render_html
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 WIDTH, HEIGHT = 1280, 2000
@@ -71,7 +71,7 @@ def test_console_check_sees_errors(tmp_path):
 
 
 def test_report_page_renders_in_a_browser(tmp_path):
-    page = R.render_html(real_looking(synthetic_report()), tmp_path / "report.html")
+    page = render_html(real_looking(synthetic_report()), tmp_path / "report.html")
     img, msgs = screenshot(tmp_path, page)
     assert not msgs, msgs
     assert img.shape[:2] == (HEIGHT, WIDTH)
@@ -95,7 +95,7 @@ MEASURE = ("<script>const m = document.querySelector('table.matrix').getBounding
 def test_page_does_not_scroll_sideways(tmp_path, kind):
     """16 estimators (transposed matrix) and the real-looking page: nothing wider than the window."""
     doc = wide_report(16) if kind == "wide" else real_looking(synthetic_report())
-    page = R.render_html(doc, tmp_path / f"{kind}.html")
+    page = render_html(doc, tmp_path / f"{kind}.html")
     page.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
     res = chromium(tmp_path, page, "--dump-dom")
     assert not console_messages(res.stderr), console_messages(res.stderr)

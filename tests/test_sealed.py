@@ -146,13 +146,14 @@ def test_frame_reader_reads_the_labels_beside_the_judge(smoke, tmp_path):
 
 
 def test_judge_patcher_patches_only_its_own_process(smoke, mode):
-    from bt_bench.checklist import judges
+    from bt_bench.checklist import registry
 
     fx, _ = smoke
     mode("sandbox")
-    originals = {n: f for n, f in vars(judges).items() if callable(f) and not n.startswith("_")}
+    originals = {(m, n): f for m in registry.MODULES for n, f in vars(m).items() if n.startswith("judge")}
+    assert len(originals) >= len(registry.MODULES)
     _score_rt(fx, "rt_patcher:JudgePatcher")  # imported, and scored, in its scoring process
-    assert all(vars(judges)[n] is f for n, f in originals.items())
+    assert all(vars(m)[n] is f for (m, n), f in originals.items())
     assert "rt_patcher" not in sys.modules
 
 

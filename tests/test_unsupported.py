@@ -12,8 +12,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bt_bench.checklist import base, bootstrap, gate, judges
-from bt_bench.checklist.figures import key_figure
+from bt_bench.checklist import base, bootstrap, gate
+from bt_bench.checklist.checks import (
+    advantage_baseline as ab,
+    fluency_confound as fc,
+    gradient_norm_baseline as gnb,
+    headroom as hr,
+)
+from bt_bench.checklist.registry import key_figure
 from bt_bench.report.table import cell_text, format_table
 
 TH = base.Thresholds(n_resamples=1000)
@@ -38,7 +44,7 @@ def candidates(gap: float, n_groups: int = 60, G: int = 8, seed: int = 0, wrong_
 
 
 def fluency(c: dict, est: str, th: base.Thresholds = TH) -> base.Verdict:
-    return judges.fluency_confound(c[est], c["has_behavior"], c["group"], c["fluency"], thresholds=th)
+    return fc.judge(c[est], c["has_behavior"], c["group"], c["fluency"], thresholds=th)
 
 
 ALL = ("oracle", "random", "fluency_like", "norm_like")
@@ -104,17 +110,17 @@ def test_a_reference_that_is_itself_perfect_leaves_no_unit_to_judge():
     r = run()
     kw = {"W": r["W"], "nonzero": r["nonzero"], "thresholds": TH}
     for est in ("oracle", "random", "norm_like"):
-        v = judges.gradient_norm_baseline(r[est], r["is_gt"], r["step"], norm_scores=r["oracle"],
+        v = gnb.judge(r[est], r["is_gt"], r["step"], norm_scores=r["oracle"],
                                           norm_name="norm_only", **kw)
         assert v.outcome == "unsupported" and "perfect_precision_minus_norm" in v.metrics, (est, v.reason)
-        v = judges.advantage_baseline(r[est], r["oracle"], r["is_gt"], r["step"], rollout_level=True, **kw)
+        v = ab.judge(r[est], r["oracle"], r["is_gt"], r["step"], rollout_level=True, **kw)
         assert v.outcome == "unsupported" and "perfect_precision_minus_advantage" in v.metrics, (est, v.reason)
     # against the real controls the perfect ranking has room: the oracle passes, the negative controls fail
-    v = judges.gradient_norm_baseline(r["oracle"], r["is_gt"], r["step"], norm_scores=r["norm_like"],
+    v = gnb.judge(r["oracle"], r["is_gt"], r["step"], norm_scores=r["norm_like"],
                                       norm_name="norm_only", **kw)
     assert v.outcome == "pass", v.reason
     for est in ("random", "norm_like"):
-        assert judges.gradient_norm_baseline(r[est], r["is_gt"], r["step"], norm_scores=r["norm_like"],
+        assert gnb.judge(r[est], r["is_gt"], r["step"], norm_scores=r["norm_like"],
                                              norm_name="norm_only", **kw).outcome == "fail", est
 
 
@@ -125,7 +131,7 @@ def test_headroom_with_a_bar_no_ranking_can_clear_is_unsupported():
                      (base.Thresholds(n_resamples=1000, auc_bar=1.0),
                       {"oracle": "unsupported", "random": "unsupported"})):
         for est, outcome in want.items():
-            v = judges.headroom(r[est], r["is_gt"], r["step"], unsat_scores=c[est], thresholds=th, **unsat)
+            v = hr.judge(r[est], r["is_gt"], r["step"], unsat_scores=c[est], thresholds=th, **unsat)
             assert v.outcome == outcome, (est, v.reason)
 
 
@@ -204,7 +210,7 @@ def test_key_figure_of_an_unsupported_unit_names_the_perfect_ranking():
 
 
 def test_report_page_shows_unsupported_units(tmp_path):
-    from bt_bench.report import render_html
+    from bt_bench.report.html import render_html
 
     doc = {"schema": "bt-bench-report/1", "settings": {"profile": "tiny"}, "results": _nine(1), "gates": []}
     html = render_html(doc, tmp_path / "r.html").read_text()

@@ -10,7 +10,16 @@ import json
 import numpy as np
 import pytest
 
-from bt_bench.checklist import base, bootstrap, judges, metrics, registry
+from bt_bench.checklist import base, bootstrap, metrics, registry
+from bt_bench.checklist.checks import (
+    advantage_baseline as ab,
+    fluency_confound as fc,
+    gradient_norm_baseline as gnb,
+    headroom as hr,
+    seed_draw_variance as sdv,
+    target_dependence as td,
+    trigger_token_alignment as tta,
+)
 TH = base.Thresholds(n_resamples=1000)
 
 
@@ -69,7 +78,7 @@ def _norm(r: dict, name: str = "norm_only") -> dict:
 
 def test_gradient_norm_baseline_planted_passes_random_fails():
     r = make_run()
-    v = judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r), **_run_kw(r))
+    v = gnb.judge(r["planted"], r["is_gt"], r["step"], **_norm(r), **_run_kw(r))
     assert v.outcome == "pass", v.reason
     assert set(v.metrics) == {"precision", "chance", "norm_precision", "precision_minus_norm",
                               "window_precision", "window_chance"}
@@ -78,7 +87,7 @@ def test_gradient_norm_baseline_planted_passes_random_fails():
     assert n.value == pytest.approx(metrics.precision_at_k(r["norm_only"], r["is_gt"]))
     assert n.ci_low <= n.ci_high
     assert "declared norm_only" in v.reason and "window chance" in v.reason
-    v = judges.gradient_norm_baseline(r["random"], r["is_gt"], r["step"], **_norm(r), **_run_kw(r))
+    v = gnb.judge(r["random"], r["is_gt"], r["step"], **_norm(r), **_run_kw(r))
     assert v.outcome == "fail", v.reason
 
 
@@ -87,7 +96,7 @@ def test_gradient_norm_baseline_compares_with_the_declared_variant_only():
     r = make_run()
     p = {k: metrics.precision_at_k(r[k], r["is_gt"]) for k in ("norm_only", "norm_only_step")}
     weak = min(p, key=p.get)
-    v = judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r, weak), **_run_kw(r))
+    v = gnb.judge(r["planted"], r["is_gt"], r["step"], **_norm(r, weak), **_run_kw(r))
     assert v.metrics["norm_precision"].value == pytest.approx(p[weak])
     assert f"declared {weak} " in v.reason
     d = bootstrap.precision_difference_bootstrap(r["planted"], r[weak], r["is_gt"], r["step"], **TH.bootstrap)
@@ -96,33 +105,33 @@ def test_gradient_norm_baseline_compares_with_the_declared_variant_only():
 
 def test_gradient_norm_baseline_errors_without_window_gt():
     r = make_run()
-    v = judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_norm(r, "norm_only_step"),
+    v = gnb.judge(r["planted"], r["is_gt"], r["step"], **_norm(r, "norm_only_step"),
                                       W=1, nonzero=np.zeros_like(r["nonzero"]), thresholds=TH)
     assert v.outcome == "error" and "cannot support" in v.reason
     with pytest.raises(TypeError):
-        judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], **_run_kw(r))
+        gnb.judge(r["planted"], r["is_gt"], r["step"], **_run_kw(r))
     with pytest.raises(ValueError, match="^norm_name:"):
-        judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], norm_scores=r["norm_only"],
+        gnb.judge(r["planted"], r["is_gt"], r["step"], norm_scores=r["norm_only"],
                                       norm_name="", **_run_kw(r))
     with pytest.raises(ValueError, match="^norm_scores: length 3 differs"):
-        judges.gradient_norm_baseline(r["planted"], r["is_gt"], r["step"], norm_scores=[1.0, 2.0, 3.0],
+        gnb.judge(r["planted"], r["is_gt"], r["step"], norm_scores=[1.0, 2.0, 3.0],
                                       norm_name="norm_only", **_run_kw(r))
     with pytest.raises(ValueError, match="^is_gt: length 3 differs"):
-        judges.gradient_norm_baseline(r["planted"], [1, 0, 0], r["step"], **_norm(r), **_run_kw(r))
+        gnb.judge(r["planted"], [1, 0, 0], r["step"], **_norm(r), **_run_kw(r))
 
 
 # ----------------------------------------------------------------------------------- 2. fluency
 def test_fluency_confound_planted_passes_fluency_like_fails():
     c = make_candidates()
     args = (c["has_behavior"], c["group"], c["fluency"])
-    v = judges.fluency_confound(c["planted"], *args, thresholds=TH)
+    v = fc.judge(c["planted"], *args, thresholds=TH)
     assert v.outcome == "pass", v.reason
     assert v.metrics["auc"].value > v.metrics["fluency_auc"].value
     assert v.metrics["auc_minus_fluency"].value == pytest.approx(
         v.metrics["auc"].value - v.metrics["fluency_auc"].value)
-    v = judges.fluency_confound(c["fluency_like"], *args, thresholds=TH)
+    v = fc.judge(c["fluency_like"], *args, thresholds=TH)
     assert v.outcome == "fail", v.reason
-    assert judges.fluency_confound(c["random"], *args, thresholds=TH).outcome == "fail"
+    assert fc.judge(c["random"], *args, thresholds=TH).outcome == "fail"
 
 
 _NON = (1.0, 2.0, 3.0)
@@ -150,7 +159,7 @@ def _fluency_plus_one_pair(straddle: bool) -> tuple:
 
 def test_fluency_confound_paired_difference_decides_where_unpaired_cis_overlap():
     s, y, g, f = _fluency_plus_one_pair(straddle=False)
-    v = judges.fluency_confound(s, y, g, f, thresholds=TH)
+    v = fc.judge(s, y, g, f, thresholds=TH)
     auc, flu, diff = v.metrics["auc"], v.metrics["fluency_auc"], v.metrics["auc_minus_fluency"]
     assert (auc.value, flu.value) == pytest.approx((88 / 144, 72 / 144)) and auc.n == 144
     assert flu.ci_high > auc.ci_low  # the unpaired intervals overlap ...
@@ -159,13 +168,13 @@ def test_fluency_confound_paired_difference_decides_where_unpaired_cis_overlap()
     assert "paired difference 0.1111 [0.1111, 0.1111] (CI low > 0.0: ok)" in v.reason
     # a margin above the paired difference fails it
     th = base.Thresholds(n_resamples=1000, fluency_margin=0.12)
-    assert judges.fluency_confound(s, y, g, f, thresholds=th).outcome == "fail"
+    assert fc.judge(s, y, g, f, thresholds=th).outcome == "fail"
 
 
 def test_fluency_confound_paired_difference_straddling_zero_fails():
     s, y, g, f = _fluency_plus_one_pair(straddle=True)
     th = base.Thresholds(n_resamples=1000, residual_auc_bar=0.0)  # isolate the paired condition
-    v = judges.fluency_confound(s, y, g, f, thresholds=th)
+    v = fc.judge(s, y, g, f, thresholds=th)
     diff = v.metrics["auc_minus_fluency"]
     assert diff.value == pytest.approx(2 / 144) and diff.ci_low < 0 < diff.ci_high
     assert v.metrics["residualized_auc"].ci_low > 0.0
@@ -174,7 +183,7 @@ def test_fluency_confound_paired_difference_straddling_zero_fails():
 
 def test_fluency_confound_too_few_pairs_is_error():
     c = make_candidates(n_groups=3)
-    v = judges.fluency_confound(c["planted"], c["has_behavior"], c["group"], c["fluency"], thresholds=TH)
+    v = fc.judge(c["planted"], c["has_behavior"], c["group"], c["fluency"], thresholds=TH)
     assert v.outcome == "error" and "min_pairs=100" in v.reason
 
 
@@ -182,10 +191,10 @@ def test_fluency_confound_too_few_pairs_is_error():
 def test_headroom_planted_passes_random_fails():
     r, c = make_run(), make_candidates(rate=0.4)
     unsat = {"unsat_has_behavior": c["has_behavior"], "unsat_group": c["group"]}
-    v = judges.headroom(r["planted"], r["is_gt"], r["step"], unsat_scores=c["planted"], **unsat, **_run_kw(r))
+    v = hr.judge(r["planted"], r["is_gt"], r["step"], unsat_scores=c["planted"], **unsat, **_run_kw(r))
     assert v.outcome == "pass", v.reason
     assert v.metrics["window_headroom"].value >= 0.10
-    v = judges.headroom(r["random"], r["is_gt"], r["step"], unsat_scores=c["random"], **unsat, **_run_kw(r))
+    v = hr.judge(r["random"], r["is_gt"], r["step"], unsat_scores=c["random"], **unsat, **_run_kw(r))
     assert v.outcome == "fail", v.reason
 
 
@@ -193,10 +202,10 @@ def test_headroom_errors_when_fixture_cannot_support():
     r = make_run()
     # every window step has the same GT density -> ceiling == chance -> headroom 0
     flat_gt = (np.arange(len(r["step"])) % 4 == 0)
-    v = judges.headroom(r["planted"], flat_gt, r["step"], W=r["W"], nonzero=np.ones_like(r["nonzero"]),
+    v = hr.judge(r["planted"], flat_gt, r["step"], W=r["W"], nonzero=np.ones_like(r["nonzero"]),
                         thresholds=TH)
     assert v.outcome == "error" and "headroom 0.0000" in v.reason
-    v = judges.headroom(r["planted"], r["is_gt"], r["step"], **_run_kw(r))
+    v = hr.judge(r["planted"], r["is_gt"], r["step"], **_run_kw(r))
     assert v.outcome == "error" and "no unsaturated checkpoint" in v.reason
 
 
@@ -210,61 +219,61 @@ def _cells(low):
 def test_seed_draw_variance_pass_flip_unstable_and_error():
     seed, draw, auc, low = _cells(np.full(9, 0.55))
     stab = {"stability_seed": [0, 1, 2], "stability_spearman": [0.8, 0.7, 0.9], "thresholds": TH}
-    v = judges.seed_draw_variance(seed, draw, auc, low, **stab)
+    v = sdv.judge(seed, draw, auc, low, **stab)
     assert v.outcome == "pass", v.reason
     share = v.metrics["variance_share_seed"].value
     assert share > 0.9 and share + v.metrics["variance_share_draw"].value == pytest.approx(1.0)
     low_flip = low.copy()
     low_flip[4] = 0.49
-    v = judges.seed_draw_variance(seed, draw, auc, low_flip, **stab)
+    v = sdv.judge(seed, draw, auc, low_flip, **stab)
     assert v.outcome == "fail" and "seed 1 draw 1" in v.reason
-    v = judges.seed_draw_variance(seed, draw, auc, low, **(stab | {"stability_spearman": [0.8, 0.3, 0.9]}))
+    v = sdv.judge(seed, draw, auc, low, **(stab | {"stability_spearman": [0.8, 0.3, 0.9]}))
     assert v.outcome == "fail" and "0.3000" in v.reason
     keep = seed < 2
-    v = judges.seed_draw_variance(seed[keep], draw[keep], auc[keep], low[keep], **stab)
+    v = sdv.judge(seed[keep], draw[keep], auc[keep], low[keep], **stab)
     assert v.outcome == "error" and "3 seeds x 3 draws" in v.reason
 
 
 # ----------------------------------------------------------------------- 5. trigger-token alignment
 def test_trigger_token_alignment_planted_passes_removed_fails():
     t = make_token_level(aligned=True)
-    v = judges.trigger_token_alignment(t["in_context"], t["placebo"], cosine_scale=True,
+    v = tta.judge(t["in_context"], t["placebo"], cosine_scale=True,
                                        constructed=t["constructed"], thresholds=TH)
     assert v.outcome == "pass", v.reason
     assert {"in_context_mean", "in_context_minus_placebo", "constructed_mean"} <= set(v.metrics)
     t = make_token_level(aligned=False)
-    v = judges.trigger_token_alignment(t["in_context"], t["placebo"], cosine_scale=True, thresholds=TH)
+    v = tta.judge(t["in_context"], t["placebo"], cosine_scale=True, thresholds=TH)
     assert v.outcome == "fail", v.reason
 
 
 def test_trigger_token_alignment_skips_and_never_passes_without_placebo():
-    assert judges.trigger_token_alignment(None, None, cosine_scale=True).outcome == "skip"
+    assert tta.judge(None, None, cosine_scale=True).outcome == "skip"
     t = make_token_level(aligned=True)
-    v = judges.trigger_token_alignment(t["in_context"], None, cosine_scale=True, thresholds=TH)
+    v = tta.judge(t["in_context"], None, cosine_scale=True, thresholds=TH)
     assert v.outcome == "skip" and "no placebo" in v.reason
     t = make_token_level(aligned=False)
-    v = judges.trigger_token_alignment(t["in_context"], None, cosine_scale=True, thresholds=TH)
+    v = tta.judge(t["in_context"], None, cosine_scale=True, thresholds=TH)
     assert v.outcome == "fail"
     # clustered by response: rows are behavior occurrences of 20 responses
     t = make_token_level(aligned=True)
-    v = judges.trigger_token_alignment(t["in_context"], t["placebo"], cosine_scale=False,
+    v = tta.judge(t["in_context"], t["placebo"], cosine_scale=False,
                                        response=np.repeat(np.arange(20), 4), thresholds=TH)
     assert v.outcome == "pass" and "in_context_mean" not in v.metrics
     with pytest.raises(ValueError, match="^placebo: length 3 differs"):
-        judges.trigger_token_alignment(t["in_context"], t["placebo"][:3], cosine_scale=True)
+        tta.judge(t["in_context"], t["placebo"][:3], cosine_scale=True)
 
 
 # -------------------------------------------------------------------------------- 6. advantage
 def test_advantage_baseline_planted_passes_advantage_tracker_fails():
     r = make_run()
-    v = judges.advantage_baseline(r["planted"], r["advantage"], r["is_gt"], r["step"], rollout_level=True,
+    v = ab.judge(r["planted"], r["advantage"], r["is_gt"], r["step"], rollout_level=True,
                                   **_run_kw(r))
     assert v.outcome == "pass", v.reason
     tracker = r["advantage"] + np.random.default_rng(1).normal(0, 1e-3, len(r["step"]))
-    v = judges.advantage_baseline(tracker, r["advantage"], r["is_gt"], r["step"], rollout_level=True,
+    v = ab.judge(tracker, r["advantage"], r["is_gt"], r["step"], rollout_level=True,
                                   **_run_kw(r))
     assert v.outcome == "fail", v.reason
-    v = judges.advantage_baseline(r["norm_only_step"], r["advantage"], r["is_gt"], r["step"],
+    v = ab.judge(r["norm_only_step"], r["advantage"], r["is_gt"], r["step"],
                                   rollout_level=False, **_run_kw(r))
     assert v.outcome == "skip"
 
@@ -277,7 +286,7 @@ def _target_args(real_train, placebo_train, real_draw, placebo_draw, r, c) -> tu
 
 def test_target_dependence_real_beats_placebo_passes():
     r, c = make_run(), make_candidates()
-    v = judges.target_dependence(*_target_args(r["planted"], r["random"], c["planted"], c["random"], r, c),
+    v = td.judge(*_target_args(r["planted"], r["random"], c["planted"], c["random"], r, c),
                                  thresholds=TH)
     assert v.outcome == "pass", v.reason
     assert set(v.metrics) == {"precision_real", "precision_placebo", "precision_real_minus_placebo",
@@ -288,7 +297,7 @@ def test_target_dependence_real_beats_placebo_passes():
     assert m["auc_real_minus_placebo"].value == pytest.approx(m["auc_real"].value - m["auc_placebo"].value)
     assert m["precision_real_minus_placebo"].ci_low > 0 and m["auc_real_minus_placebo"].ci_low > 0
     # the oracle: GT / behavior indicator with the real target, constant with the placebo
-    o = judges.target_dependence(*_target_args(r["is_gt"].astype(float), np.zeros(len(r["step"])),
+    o = td.judge(*_target_args(r["is_gt"].astype(float), np.zeros(len(r["step"])),
                                                c["has_behavior"].astype(float), np.zeros(len(c["group"])),
                                                r, c), thresholds=TH)
     assert o.outcome == "pass" and o.metrics["auc_real"].value == 1.0 and o.metrics["auc_placebo"].value == 0.5
@@ -296,14 +305,14 @@ def test_target_dependence_real_beats_placebo_passes():
 
 def test_target_dependence_target_free_scores_fail():
     r, c = make_run(), make_candidates()
-    v = judges.target_dependence(*_target_args(r["planted"], r["planted"], c["planted"], c["planted"], r, c),
+    v = td.judge(*_target_args(r["planted"], r["planted"], c["planted"], c["planted"], r, c),
                                  thresholds=TH)
     assert v.outcome == "fail"
     for k in ("precision_real_minus_placebo", "auc_real_minus_placebo"):
         m = v.metrics[k]
         assert (m.value, m.ci_low, m.ci_high) == (0.0, 0.0, 0.0)
     # one part alone is not enough: real beats placebo on the draws only
-    v = judges.target_dependence(*_target_args(r["planted"], r["planted"], c["planted"], c["random"], r, c),
+    v = td.judge(*_target_args(r["planted"], r["planted"], c["planted"], c["random"], r, c),
                                  thresholds=TH)
     assert v.outcome == "fail" and "(CI low > 0.0: NOT met)" in v.reason and "(CI low > 0.0: ok)" in v.reason
 
@@ -313,15 +322,15 @@ def test_target_dependence_pools_draws_and_errors_on_too_few_pairs():
     c0, c1 = make_candidates(0), make_candidates(1)
     pooled = {k: np.concatenate([c0[k], c1[k]]) for k in ("has_behavior", "planted", "random")}
     pooled["group"] = np.concatenate([c0["group"], c1["group"]])  # the prompt index, shared across draws
-    v = judges.target_dependence(*_target_args(r["planted"], r["random"], pooled["planted"], pooled["random"],
+    v = td.judge(*_target_args(r["planted"], r["random"], pooled["planted"], pooled["random"],
                                                r, pooled), thresholds=TH)
     assert v.outcome == "pass" and v.metrics["auc_real"].n == _n_pairs(pooled)
     small = make_candidates(n_groups=3)
-    v = judges.target_dependence(*_target_args(r["planted"], r["random"], small["planted"], small["random"],
+    v = td.judge(*_target_args(r["planted"], r["random"], small["planted"], small["random"],
                                                r, small), thresholds=TH)
     assert v.outcome == "error" and "min_pairs=100" in v.reason
     with pytest.raises(ValueError, match="^draw_placebo: length 3 differs"):
-        judges.target_dependence(*_target_args(r["planted"], r["random"], c0["planted"], [1.0, 2.0, 3.0],
+        td.judge(*_target_args(r["planted"], r["random"], c0["planted"], [1.0, 2.0, 3.0],
                                                r, c0))
 
 
@@ -347,7 +356,7 @@ def test_verdict_reason_names_undefined_resamples():
     f = np.array([1, 3, 2, 4, 0, 2, 1, 1, 6, 5], float)
     y = np.array([1, 1, 0, 0, 1, 1, 0, 0, 0, 0], bool)
     g = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2])
-    v = judges.fluency_confound(s, y, g, f, thresholds=base.Thresholds(n_resamples=1000, min_pairs=1))
+    v = fc.judge(s, y, g, f, thresholds=base.Thresholds(n_resamples=1000, min_pairs=1))
     m = v.metrics["auc_minus_fluency"]
     assert m.n_resamples == 1000 and 10 < m.n_undefined < 80 and m.undefined_flag
     assert f"({m.undefined_share:.1%} resamples undefined)" in v.reason
@@ -355,7 +364,7 @@ def test_verdict_reason_names_undefined_resamples():
     assert v.to_dict()["metrics"]["auc"]["n_undefined"] == v.metrics["auc"].n_undefined
     # no undefined resamples: no caveat
     c = make_candidates()
-    v = judges.fluency_confound(c["planted"], c["has_behavior"], c["group"], c["fluency"], thresholds=TH)
+    v = fc.judge(c["planted"], c["has_behavior"], c["group"], c["fluency"], thresholds=TH)
     assert "CI caveat" not in v.reason
 
 
@@ -405,7 +414,7 @@ def test_with_unit_carries_one_unit_and_changes_nothing_else():
 def test_residual_auc_units_one_per_seed_and_draw():
     r = bootstrap.BootstrapResult(0.7, 0.55, 0.8, 0, 1000, 120, 0)
     low = bootstrap.BootstrapResult(0.6, 0.45, 0.7, 0, 1000, 120, 0)
-    us = judges.residual_auc_units([0, 0, 1], [0, 1, 0], [r, low, r], thresholds=TH)
+    us = sdv.residual_auc_units([0, 0, 1], [0, 1, 0], [r, low, r], thresholds=TH)
     assert [(u["seed"], u["draw"], u["outcome"]) for u in us] == [(0, 0, "pass"), (0, 1, "fail"), (1, 0, "pass")]
     assert us[1]["reason"] == "residualized AUC 0.6000 (CI low 0.4500)"
     assert us[0]["metrics"]["residualized_auc"] == base.Metric.of(r).to_dict()
@@ -437,8 +446,15 @@ def test_thresholds_defaults_help_and_validation():
     assert (th.n_resamples, th.min_headroom, th.min_pairs, th.cosine_bar, th.draw_spearman) == (5000, 0.1, 100,
                                                                                                 0.05, 0.5)
     assert (th.fluency_margin, th.target_margin) == (0.0, 0.0)
-    assert "target_dependence" in registry.CHECKS and "paired" in base.Thresholds.help()["fluency_margin"]
-    assert set(base.Thresholds.help()) == set(th.to_dict()) and all(base.Thresholds.help().values())
+    helps = registry.thresholds_help()
+    assert helps["fluency_margin"].startswith("fluency_confound: ") and "paired" in helps["fluency_margin"]
+    assert helps["residual_auc_bar"].startswith("fluency_confound, seed_draw_variance: ")  # shared by two checks
+    assert set(helps) == set(th.to_dict()) and all(helps.values())
+    # every field's help has one home: a check module that owns it, or the field itself (shared thresholds)
+    from dataclasses import fields
+    owned = {k for s in registry.CHECKS.values() for k in s.thresholds}
+    for f in fields(base.Thresholds):
+        assert (f.name in owned) != bool(f.metadata.get("help")), f.name
     assert base.Thresholds.from_mapping({"min_pairs": 50}).min_pairs == 50
     with pytest.raises(ValueError, match="^bogus: unknown"):
         base.Thresholds.from_mapping({"bogus": 1})

@@ -7,7 +7,7 @@ checkpoint (``rollout_losses`` of the draw, ``Target.loss`` of the in-context ta
 sketched under several specs (the default factorized sketch with sketch seeds 0..n-1, ``large``, ``first_stage``,
 a dense Gaussian) and under the ``exact`` preset, whose factors are identities: its inner products are the
 unsketched ones. Each row reports the least-squares slope and Spearman rank correlation against exact, and the two
-figures fluency_confound judges: the within-group AUC of the behavior label and the AUC of the fluency residual.
+figures the fluency check (2) judges: the within-group AUC of the behavior label and the AUC of the fluency residual.
 
 Why: the sketch-fidelity self-check bounds each sketched inner product's error by its JL bound; a within-group
 ranking compares siblings whose gradients differ little, so an error inside that bound can still reorder them. The

@@ -1,13 +1,13 @@
 """The vocabulary of every verdict (spec: checklist.md, "The checks" and "The gate"): :class:`Thresholds`,
-:class:`Metric`, :class:`Verdict`, :func:`combine` (the every-seed rule) and the helpers the verdict functions of
-:mod:`bt_bench.checklist.judges` share.
+:class:`Metric`, :class:`Verdict`, :func:`combine` (the every-seed rule) and the helpers the checks' verdict
+functions (``bt_bench.checklist.checks``) share.
 
 Outcomes: "pass"/"fail" are verdicts on the estimator; "error" means the fixture cannot support a verdict
 (too little headroom, too few within-group pairs, too few seeds or draws), never a pass; "skip" means the
-estimator cannot take part (no token-level scores, a step-level estimator in advantage_baseline);
+estimator cannot take part (no token-level scores, a step-level estimator in a comparison of rollout-level ones);
 "unsupported" means no ranking at all can pass this one unit (the comparison's ceiling is reached: a perfect
 ranking, the labels themselves, fails it on the same paired bootstrap), so the unit supports no verdict, for any
-estimator: it is neither a pass nor a fail (:func:`_out_of_reach`, docs/checklist.md "The gate").
+estimator: it is neither a pass nor a fail (:func:`out_of_reach`, docs/checklist.md "The gate").
 A check passes only if it passes on every seed and draw it can be judged on: :func:`combine`; more than a third
 of its units unsupported is an error of the fixture (:func:`bt_bench.checklist.gate.too_many_unsupported`).
 
@@ -41,43 +41,30 @@ def _help(text: str) -> dict:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Every threshold of the checklist, with the spec's defaults (numbers in brackets in checklist.md)."""
+    """Every threshold of the checklist, with the spec's defaults (numbers in brackets in checklist.md). A threshold
+    a check owns has its help text in that check's module (``CheckSpec.thresholds``); the shared ones have theirs
+    here. ``bt_bench.checklist.registry.thresholds_help`` gives every field's."""
 
     n_resamples: int = field(default=DEFAULT_RESAMPLES, metadata=_help(
         "cluster-bootstrap resamples behind every CI (Metrics: Confidence intervals)"))
     bootstrap_seed: int = field(default=0, metadata=_help("seed of the bootstrap; reported with every CI"))
     ci_low_percentile: float = field(default=2.5, metadata=_help("lower percentile of the bootstrap CI"))
     ci_high_percentile: float = field(default=97.5, metadata=_help("upper percentile of the bootstrap CI"))
-    norm_margin: float = field(default=0.0, metadata=_help(
-        "gradient_norm_baseline: CI lower bound of precision@|GT| minus the declared norm_only variant's "
-        "must exceed this"))
-    min_headroom: float = field(default=0.10, metadata=_help(
-        "headroom: window ceiling - chance below this means the fixture cannot support a verdict (error)"))
-    gain_margin: float = field(default=0.0, metadata=_help(
-        "headroom: CI lower bound of the window normalized gain must exceed this"))
-    auc_bar: float = field(default=0.5, metadata=_help(
-        "headroom: CI lower bound of the within-group AUC at the unsaturated checkpoint must exceed this"))
-    fluency_margin: float = field(default=0.0, metadata=_help(
-        "fluency_confound: CI lower bound of the paired (group-bootstrap) difference within-group AUC minus "
-        "fluency's AUC must exceed this"))
-    residual_auc_bar: float = field(default=0.5, metadata=_help(
-        "fluency_confound, seed_draw_variance: CI lower bound of the residualized AUC must exceed this"))
+    norm_margin: float = 0.0  # help: its check module
+    min_headroom: float = 0.10  # help: its check module
+    gain_margin: float = 0.0  # help: its check module
+    auc_bar: float = 0.5  # help: its check module
+    fluency_margin: float = 0.0  # help: its check module
+    residual_auc_bar: float = 0.5  # help: its check module
     min_pairs: int = field(default=100, metadata=_help(
         "within-group (behavior, non-behavior) pairs a candidate set needs, else the fixture errors"))
-    min_seeds: int = field(default=3, metadata=_help("seed_draw_variance: training seeds needed"))
-    min_draws: int = field(default=3, metadata=_help("seed_draw_variance: draws needed on every seed"))
-    draw_spearman: float = field(default=0.5, metadata=_help(
-        "seed_draw_variance: Spearman of scores under two draws' targets must reach this on every seed"))
-    alignment_margin: float = field(default=0.0, metadata=_help(
-        "trigger_token_alignment: CI lower bound of mean(in_context - placebo) must exceed this"))
-    cosine_bar: float = field(default=0.05, metadata=_help(
-        "trigger_token_alignment: for cosine-scale estimators, CI lower bound of the mean in-context "
-        "cosine must exceed this"))
-    advantage_margin: float = field(default=0.0, metadata=_help(
-        "advantage_baseline: CI lower bounds of precision minus advantage_only's must exceed this"))
-    target_margin: float = field(default=0.0, metadata=_help(
-        "target_dependence: CI lower bounds of precision@|GT| (step bootstrap) and of the within-group AUC "
-        "(group bootstrap), each real target minus placebo target, paired, must exceed this"))
+    min_seeds: int = 3  # help: its check module
+    min_draws: int = 3  # help: its check module
+    draw_spearman: float = 0.5  # help: its check module
+    alignment_margin: float = 0.0  # help: its check module
+    cosine_bar: float = 0.05  # help: its check module
+    advantage_margin: float = 0.0  # help: its check module
+    target_margin: float = 0.0  # help: its check module
     saturated_rate: float = field(default=0.8, metadata=_help(
         "a checkpoint is saturated when its behavior rate on trigger prompts is at least this"))
     unsaturated_low: float = field(default=0.2, metadata=_help("lowest behavior rate of an unsaturated one"))
@@ -107,16 +94,11 @@ class Thresholds:
                              f"{self.unsaturated_low!r}, {self.unsaturated_high!r}")
 
     @classmethod
-    def help(cls) -> dict[str, str]:
-        """Help text per field (for ``--bt-*`` options and the report)."""
-        return {f.name: f.metadata["help"] for f in fields(cls)}
-
-    @classmethod
     def from_mapping(cls, values: Mapping[str, object]) -> Thresholds:
         """Build from e.g. pyproject ``[tool.bt_bench]`` values; unknown keys are an error."""
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
-            raise ValueError(f"{', '.join(unknown)}: unknown threshold(s); allowed: {sorted(cls.help())}")
+            raise ValueError(f"{', '.join(unknown)}: unknown threshold(s); allowed: {sorted(f.name for f in fields(cls))}")
         return cls(**values)
 
     def to_dict(self) -> dict:
@@ -295,11 +277,11 @@ def with_unit(verdict: Verdict, unit: Mapping) -> Verdict:
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _outcome(ok: bool) -> str:
+def pass_fail(ok: bool) -> str:
     return "pass" if ok else "fail"
 
 
-def _out_of_reach(perfect: Mapping[str, tuple[BootstrapResult, float]]) -> dict[str, tuple[Metric, float]]:
+def out_of_reach(perfect: Mapping[str, tuple[BootstrapResult, float]]) -> dict[str, tuple[Metric, float]]:
     """The conditions of a unit that even a perfect ranking cannot meet: ``perfect`` maps a metric name to (the
     perfect ranking's bootstrap of it, the bar its CI lower bound must exceed); returns {name: (Metric, bar)} of
     those whose CI low does not exceed the bar (a NaN bound, every resample undefined, is out of reach too).
@@ -310,19 +292,19 @@ def _out_of_reach(perfect: Mapping[str, tuple[BootstrapResult, float]]) -> dict[
     return {k: (Metric.of(r), bar) for k, (r, bar) in perfect.items() if not r.ci_low > bar}
 
 
-def _supported_or(check: str, out_of_reach: Mapping[str, tuple[Metric, float]], outcome: str,
+def supported_or(check: str, reach: Mapping[str, tuple[Metric, float]], outcome: str,
                   metrics: dict[str, Metric], reason: str) -> Verdict:
     """The unit's verdict: ``outcome`` when every condition is within reach of some ranking; else "unsupported",
     with the perfect ranking's figures added (``perfect_<name>``) and the estimator's own figures kept."""
-    if not out_of_reach:
-        return _verdict(check, outcome, metrics, reason)
-    why = "; ".join(f"{k} {m} (CI low > {bar}: NOT met)" for k, (m, bar) in out_of_reach.items())
-    ms = {**metrics, **{f"perfect_{k}": m for k, (m, _) in out_of_reach.items()}}
-    return _verdict(check, "unsupported", ms, f"cannot support a verdict: no ranking can pass this unit, a perfect "
+    if not reach:
+        return make_verdict(check, outcome, metrics, reason)
+    why = "; ".join(f"{k} {m} (CI low > {bar}: NOT met)" for k, (m, bar) in reach.items())
+    ms = {**metrics, **{f"perfect_{k}": m for k, (m, _) in reach.items()}}
+    return make_verdict(check, "unsupported", ms, f"cannot support a verdict: no ranking can pass this unit, a perfect "
                     f"ranking (the labels) gets {why}; the estimator's own figures, not judged: {reason}")
 
 
-def _mark(ok: bool) -> str:
+def mark(ok: bool) -> str:
     return "ok" if ok else "NOT met"
 
 
@@ -334,12 +316,12 @@ def _undefined_note(metrics: Mapping[str, Metric]) -> str:
         else ""
 
 
-def _verdict(check: str, outcome: str, metrics: dict[str, Metric], reason: str) -> Verdict:
+def make_verdict(check: str, outcome: str, metrics: dict[str, Metric], reason: str) -> Verdict:
     """A Verdict whose reason says which CIs dropped more than 1% of their resamples as undefined."""
     return Verdict(check, outcome, metrics, reason + _undefined_note(metrics))
 
 
-def _auc_support(has_behavior, group, th: Thresholds, what: str) -> str | None:
+def auc_support(has_behavior, group, th: Thresholds, what: str) -> str | None:
     """Why a candidate set cannot support an AUC verdict (too few pairs), or None."""
     n_pairs = count_pairs(has_behavior, group)
     if n_pairs < th.min_pairs:
@@ -348,14 +330,14 @@ def _auc_support(has_behavior, group, th: Thresholds, what: str) -> str | None:
     return None
 
 
-def _run_arrays(scores, is_gt, step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def run_arrays(scores, is_gt, step) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validated (scores, is_gt, step) of training rollouts."""
     s = as_vector("scores", scores)
     return (s, as_vector("is_gt", is_gt, n=len(s), ref="scores", kind="bool"),
             as_vector("step", step, n=len(s), ref="scores", kind="int"))
 
 
-def _window_support(is_gt, step, W: int, nonzero) -> tuple[np.ndarray, str | None]:
+def window_support(is_gt, step, W: int, nonzero) -> tuple[np.ndarray, str | None]:
     m = window_mask(step, W, nonzero)
     g = np.asarray(is_gt, bool)
     if not m.any():
@@ -366,8 +348,8 @@ def _window_support(is_gt, step, W: int, nonzero) -> tuple[np.ndarray, str | Non
     return m, None
 
 
-def _error(check: str, reason: str, metrics: dict | None = None) -> Verdict:
-    return _verdict(check, "error", metrics or {}, reason)
+def error_verdict(check: str, reason: str, metrics: dict | None = None) -> Verdict:
+    return make_verdict(check, "error", metrics or {}, reason)
 
 
 def json_default(o):

@@ -3,9 +3,9 @@
 
 Two inputs are understood:
 * the native format (JSON, optionally gzipped; schema and version in docs/evidence_format.md), holding
-  per-rollout rows of training runs (for gradient_norm_baseline, headroom, advantage_baseline) and candidate
-  rows of draws at checkpoints (fluency_confound, headroom, seed_draw_variance), token-level scores
-  (trigger_token_alignment) and draw-stability scores (seed_draw_variance);
+  per-rollout rows of training runs (for the training-level checks: checks 1, 3 and 6) and candidate rows of
+  draws at checkpoints (the draw-level checks 2, 3 and 4), token-level scores (check 5) and draw-stability scores
+  (check 4);
 * the published BehaviorTrace rows (``minimal_pair_rows_*.json``, ``token_level_cos_*.json``; see
   bt_bench/data/behaviortrace/README.md, vendored with its license), read into the same dataclasses.
 """
@@ -317,7 +317,7 @@ def _seed_of_dir(path: Path) -> int:
 def load_behaviortrace(seed_dir: str | os.PathLike) -> Evidence:
     """A published BehaviorTrace seed folder -> Evidence (one saturated draw, one token-level entry).
 
-    The token-level file has no placebo scores, so trigger_token_alignment can only fail or skip on it.
+    The token-level file has no placebo scores, so the token-alignment check (5) can only fail or skip on it.
     """
     d = Path(seed_dir)
     draws = [_draw_from_published(p) for p in sorted(d.glob("minimal_pair_rows_*.json"))]

@@ -10,7 +10,7 @@ whose parameters the plugin gives it (``bt_seed`` for ``seed`` and ``seed_draw``
 - ``seed``: one unit per seed ``i`` of the fixture; ``seed_draw``: one per seed and draw; ``all``: one per estimator;
 - the fixture's seeds and draws are the full counts (the defaults, 3 x 3, or more when asked; a ``--bt-fixture``
   pack's own seeds), never fewer: ``--bt-seeds 1`` leaves units out;
-- a check the estimator's *declared* level or capabilities exclude (:func:`not_applicable`, the rule
+- a check the estimator's *declared* level or capabilities exclude (``CheckSpec.why_not_applicable``, the rule
   ``Suite.require_applicable`` raises ``NotApplicable`` with) has no units: it is N/A wherever it runs;
 - a unit whose cell pools over the seeds (``all``) or over the draws (its cell takes ``draws``) is complete only
   when the session ran every seed / draw; otherwise it is listed as missing too, with why.
@@ -25,29 +25,6 @@ import dataclasses
 import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
-
-# checks judged on fresh candidates of a draw only (all of one checkpoint): step-level estimators are N/A there
-DRAW_CHECKS = ("fluency_confound", "seed_draw_variance", "trigger_token_alignment")
-
-
-def not_applicable(check: str, name: str, level: str, capabilities: Iterable[str]) -> str | None:
-    """Why ``check`` cannot take part for an estimator declaring ``level`` and ``capabilities`` (N/A by
-    declaration, spec: never by what happens at run time); None when it takes part."""
-    from bt_bench.estimator.contract import Capability
-
-    token_caps = {Capability.TOKEN_SKETCHES.value, Capability.MODEL.value}  # a model estimator gets token_mask()
-    step_level = level == "step"
-    if check == "advantage_baseline" and step_level:
-        return (f"{name} is step-level: advantage_baseline compares rollout-level estimators with the rollout-level "
-                "advantage_only control (spec, check 6)")
-    if check in DRAW_CHECKS and step_level:
-        return (f"{name} is step-level: the fresh candidates of a draw all share one checkpoint, so a score shared "
-                "by every rollout of a step cannot rank them")
-    if check == "trigger_token_alignment" and not token_caps & {str(c) for c in capabilities}:
-        return (f"{name} declares neither 'token_sketches' nor 'model': it cannot score the gradient restricted to "
-                "the behavior tokens")
-    return None
-
 
 @dataclasses.dataclass(frozen=True)
 class Unit:
@@ -84,8 +61,8 @@ def expected_units(declared: Mapping[str, Mapping | None], seeds: int, draws: in
     out = []
     for est, decl in declared.items():
         for name, spec in CHECKS.items():
-            if decl is not None and not_applicable(name, est, decl.get("level", "rollout"),
-                                                   decl.get("capabilities") or ()):
+            if decl is not None and spec.why_not_applicable(est, decl.get("level", "rollout"),
+                                                            decl.get("capabilities") or ()):
                 continue
             if spec.unit == "all":
                 out.append(Unit(est, name))
@@ -192,4 +169,4 @@ class Grid:
                 "missing": list(missing)}
 
 
-__all__ = ["DRAW_CHECKS", "Grid", "Unit", "expected_units", "not_applicable", "unit_of"]
+__all__ = ["Grid", "Unit", "expected_units", "unit_of"]

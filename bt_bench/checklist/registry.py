@@ -1,82 +1,37 @@
-"""The one check registry: a :class:`CheckSpec` per checklist item, in checklist order (docs/checklist.md, "The
-checks"). Every list of checks in the checklist stage (``expectations.CHECKS``, evidence replay's, the thin
-modules in ``checks/``) comes from :data:`CHECKS`.
+"""The one check registry: the modules of ``bt_bench.checklist.checks``, listed here in checklist order
+(docs/checklist.md, "The checks"), each handing over its :class:`~bt_bench.checklist.spec.CheckSpec` as ``SPEC``.
+Everything that asks about checks (the suite's N/A rule, the expected grid, the gate, evidence replay, the
+expectation tables' validation, the report's table and plots, the docs index) reads :data:`CHECKS`.
 
-Adding a check: a pure verdict function (``bt_bench.checklist.judges``), its cell (``bt_bench.checklist.cells``) and
-key figure (``bt_bench.checklist.figures``), one :class:`CheckSpec` here, and one thin ``checks/test_<name>.py`` that
-takes ``SPEC = CHECKS["<name>"]``. ``tests/test_checklist_registry.py`` keeps the registry and ``checks/`` in step.
+Adding a check: its module in ``bt_bench/checklist/checks/`` (spec, verdict, cell, key figure, replay, thresholds),
+one line in :data:`MODULES`, one thin ``checks/test_<name>.py`` that takes ``SPEC = CHECKS["<name>"]``, and its rows
+in the expectation tables. ``tests/test_checklist_registry.py`` keeps the registry and ``checks/`` in step.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import fields
 
-from bt_bench.checklist import cells, figures
+from bt_bench.checklist.base import Thresholds
+from bt_bench.checklist.checks import (
+    advantage_baseline,
+    fluency_confound,
+    gradient_norm_baseline,
+    headroom,
+    seed_draw_variance,
+    target_dependence,
+    trigger_token_alignment,
+)
+from bt_bench.checklist.figures import figure
+from bt_bench.checklist.spec import PLOTS, CheckSpec
 
-UNITS = ("seed", "seed_draw", "all")
-REFERENCES = ("norm_only", "fluency", "advantage_only")
+MODULES = (gradient_norm_baseline, fluency_confound, headroom, seed_draw_variance, trigger_token_alignment,
+           advantage_baseline, target_dependence)
+CHECKS: dict[str, CheckSpec] = {s.name: s for s in sorted((m.SPEC for m in MODULES), key=lambda s: s.order)}
 # fixture self-checks: once per session, not per estimator (checks/test_planted_cause.py, test_fixture_planting.py,
 # test_sketch_fidelity.py, test_fixture_integrity.py), in the order docs/checklist.md lists them
 FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "integrity")
-
-
-@dataclass(frozen=True)
-class CheckSpec:
-    """One checklist item.
-
-    unit: what one test cell judges: ``seed`` (one cell per seed), ``seed_draw`` (per seed and draw) or ``all``
-    (one cell over every seed and draw). reference: the control the check compares an estimator with (None when
-    it compares with none). cell: the function of ``bt_bench.checklist.cells`` that computes the cell's verdict.
-    key_figure: ``Verdict.to_dict() -> str``, the figure a table cell shows. replay: whether evidence replay
-    (``bt_bench.checklist.replay``) can judge the check from recorded rows.
-    """
-
-    name: str
-    order: int
-    unit: str
-    title: str
-    finding: str
-    reference: str | None
-    cell: Callable
-    key_figure: Callable[[dict], str]
-    replay: bool
-
-    def __post_init__(self) -> None:
-        if self.unit not in UNITS:
-            raise ValueError(f"unit: must be one of {UNITS}, got {self.unit!r}")
-        if self.reference is not None and self.reference not in REFERENCES:
-            raise ValueError(f"reference: must be one of {REFERENCES} or None, got {self.reference!r}")
-
-
-def _spec(order: int, name: str, unit: str, title: str, finding: str, reference: str | None = None, *,
-          replay: bool = True) -> CheckSpec:
-    return CheckSpec(name, order, unit, title, finding, reference, getattr(cells, name), figures.FIGURES[name], replay)
-
-
-_SPECS = (
-    _spec(1, "gradient_norm_baseline", "seed", "beats the declared norm_only variant, and chance in the window",
-          "A target-free gradient-norm ranking reached ~4x chance and matched the best targeted estimator; inside "
-          "the window every method was within ~0.03 of chance.", "norm_only"),
-    _spec(2, "fluency_confound", "seed_draw", "beats fluency at a saturated checkpoint, also after residualization",
-          "At saturation fluency (mean token log-prob) predicted the behavior label (AUC 0.72-0.80) as well as any "
-          "gradient method.", "fluency"),
-    _spec(3, "headroom", "seed_draw", "normalized window gain and unsaturated within-group AUC above chance",
-          "Headroom (ceiling - chance) bounds what any step-level method can show; window gains did not clear it."),
-    _spec(4, "seed_draw_variance", "all", "no verdict flip across seeds and draws, stable under other draws' targets",
-          "After fluency control, per-rollout verdicts flipped across seeds and generation draws."),
-    _spec(5, "trigger_token_alignment", "seed", "the behavior-token gradient aligns with the in_context target",
-          "Only the trigger-token gradient aligned with a target built where the behavior occurs (+0.230 / +0.114 / "
-          "+0.295 on three seeds; ~0 or negative for the constructed target)."),
-    _spec(6, "advantage_baseline", "seed", "beats advantage_only, overall and in the window (ours)",
-          "Inside the window a positive advantage nearly implies the planted cause, so a score that tracks the "
-          "advantage finds GT without attributing anything.", "advantage_only"),
-    _spec(7, "target_dependence", "seed", "ranks worse under a placebo target than under the real one (ours)",
-          "A sanity test (Hanawa et al. 2021, Adebayo et al. 2018): a score that ignores the target (every control, "
-          "anything read from labels, files or the process) fails it by construction.", replay=False),
-)
-CHECKS: dict[str, CheckSpec] = {s.name: s for s in sorted(_SPECS, key=lambda s: s.order)}
 
 
 def get_check(name: str) -> CheckSpec:
@@ -89,4 +44,50 @@ def get_check(name: str) -> CheckSpec:
         raise KeyError(f"unknown check {name!r}{hint} (checks: {', '.join(CHECKS)})") from None
 
 
-__all__ = ["CHECKS", "FIXTURE_CHECKS", "REFERENCES", "UNITS", "CheckSpec", "get_check"]
+def not_applicable(check: str, estimator: str, level: str, capabilities) -> str | None:
+    """Why ``check`` cannot take part for an estimator declaring ``level`` and ``capabilities`` (N/A by
+    declaration, spec: never by what happens at run time); None when it takes part."""
+    return get_check(check).why_not_applicable(estimator, level, capabilities)
+
+
+_NO_FIGURE = figure(lambda us: [])
+
+
+def key_figure(verdict: dict) -> str:
+    """One short string for a table cell from a (combined) Verdict.to_dict() of any check: means over seeds/draws
+    and the lowest CI lower bound ('lo'), e.g. ``lift 4.3 vs norm 4.5; window lift 1.0``."""
+    spec = CHECKS.get(verdict.get("check"))
+    return spec.key_figure(verdict) if spec else _NO_FIGURE(verdict)
+
+
+def plotted(plot: str) -> list[str]:
+    """The checks whose units feed a report figure (``spec.PLOTS``), in checklist order."""
+    if plot not in PLOTS:
+        raise KeyError(f"unknown plot {plot!r}; one of {PLOTS}")
+    return [name for name, s in CHECKS.items() if plot in s.plots]
+
+
+def thresholds_help() -> dict[str, str]:
+    """Help text of every field of ``Thresholds``: the checks' own (prefixed by the checks that use it), else the
+    field's shared help (bootstrap, candidate sets, checkpoint kinds)."""
+    owned: dict[str, list[tuple[str, str]]] = {}
+    for name, s in CHECKS.items():
+        for field_name, text in s.thresholds.items():
+            owned.setdefault(field_name, []).append((name, text))
+    out = {}
+    for f in fields(Thresholds):
+        if f.name in owned:
+            names = ", ".join(n for n, _ in owned[f.name])
+            out[f.name] = f"{names}: {owned[f.name][0][1]}"
+        else:
+            out[f.name] = f.metadata["help"]
+    return out
+
+
+def replayed() -> list[CheckSpec]:
+    """The checks evidence replay can judge from recorded rows, in checklist order."""
+    return [s for s in CHECKS.values() if s.replay is not None]
+
+
+__all__ = ["CHECKS", "FIXTURE_CHECKS", "MODULES", "get_check", "key_figure", "not_applicable", "plotted", "replayed",
+           "thresholds_help"]

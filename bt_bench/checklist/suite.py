@@ -1,10 +1,9 @@
 """What the checks share in a session: the fixtures (planted runs + derived data), estimators fitted once, and a
-score cache. The pytest modules in ``checks/`` only ask this object for arrays and call the verdict functions
-(``bt_bench.checklist.judges``).
+score cache. Each check's cell (``bt_bench.checklist.checks.<name>.cell``) only asks this object for arrays and
+calls its check's verdict function.
 
 Decisions the spec leaves open (also in docs/running.md, "Decisions the spec leaves open"):
-- training-level checks (gradient_norm_baseline, headroom's window gain, advantage_baseline) score the training
-  rollouts against the ``in_context`` target built at each TracIn checkpoint (draw 0);
+- training-level checks (the norm and advantage comparisons, the window gain) score the training rollouts against the ``in_context`` target built at each TracIn checkpoint (draw 0);
 - draw-level checks score fresh candidates against the ``in_context`` target of the same draw;
 - ``norm_only`` at rollout level is the norm of the rollout's in-run sketch (a JL estimate of its gradient norm);
   ``norm_only_step`` the exact norm of the step's summed gradient (trl's pre-clip grad norm);
@@ -19,10 +18,10 @@ import dataclasses
 import numpy as np
 
 from bt_bench.checklist.base import Thresholds
-from bt_bench.checklist.grid import DRAW_CHECKS, not_applicable
+from bt_bench.checklist.registry import not_applicable
 from bt_bench.fixture.targets import is_placebo
 
-__all__ = ["DRAW_CHECKS", "FixtureUnsupported", "NotApplicable", "SkipCell", "Suite"]
+__all__ = ["FixtureUnsupported", "NotApplicable", "SkipCell", "Suite"]
 
 
 class SkipCell(Exception):
@@ -43,7 +42,7 @@ class Suite:
     fixtures: list  # bt_bench.fixture.reader.Fixture, one per planted seed
     failed_seeds: list
     thresholds: Thresholds
-    norm_variant: str = "norm_only"  # of gradient_norm_baseline: the profile declares it (Profile.norm_variant)
+    norm_variant: str = "norm_only"  # the norm comparison's control: the profile declares it (Profile.norm_variant)
     _estimators: dict = dataclasses.field(default_factory=dict)
     _scores: dict = dataclasses.field(default_factory=dict)
     _data: dict = dataclasses.field(default_factory=dict)  # label-walled candidate data, built once per worker
@@ -109,11 +108,24 @@ class Suite:
     def require_applicable(self, check: str, name: str) -> None:
         """Raise ``NotApplicable`` when the estimator's declared level or capabilities exclude it from ``check``
         (spec: N/A is decided by what is declared, never by what happens at run time). The rule is
-        ``bt_bench.checklist.grid.not_applicable``, which also keeps such checks out of the expected grid."""
+        the check's own (``CheckSpec.why_not_applicable``), which also keeps such checks out of the expected grid."""
         est = self.estimator(name)
         why = not_applicable(check, name, getattr(est, "level", "rollout"), est.capabilities)
         if why:
             raise NotApplicable(why)
+
+    def _require_token(self, name: str) -> None:
+        """Token-restricted scores need token sketches, or the model (which hands over a token mask)."""
+        from bt_bench.estimator.contract import Capability
+
+        caps = {str(c) for c in self.estimator(name).capabilities}
+        if not {Capability.TOKEN_SKETCHES.value, Capability.MODEL.value} & caps:
+            raise NotApplicable(f"{name} declares neither 'token_sketches' nor 'model': it cannot score the "
+                                "gradient restricted to the behavior tokens")
+
+    def unit(self, i: int, d: int | None = None) -> dict:
+        """The unit of a per-seed (``d`` None) or per-(seed, draw) cell: the fixture's seed, not its index."""
+        return {"seed": self.fixtures[i].seed, "draw": d}
 
     # ------------------------------------------------------------ training rollouts
     def training(self, i: int) -> dict:
@@ -124,7 +136,7 @@ class Suite:
 
     def training_scores(self, name: str, i: int, target_kind: str = "in_context") -> np.ndarray:
         """Scores of the training rollouts of seed ``i`` against the ``target_kind`` target at each TracIn
-        checkpoint; ``no_behavior`` is the placebo of target_dependence (handed over disguised as the real
+        checkpoint; ``no_behavior`` is the placebo of the target-dependence test (handed over disguised as the real
         in_context target: ``bt_bench.estimator.handover``)."""
         fx = self.fixtures[i]
         key = ("train", name, i, target_kind)
@@ -162,7 +174,7 @@ class Suite:
     def draw_scores(self, name: str, i: int, kind: str, d: int, target_draw: int | None = None,
                     target_kind: str = "in_context", token: bool = False) -> np.ndarray:
         """Scores of the candidates of draw ``d`` against the ``target_kind`` target of draw ``target_draw``
-        (default: the same draw); ``token``: the token-restricted sketches (checklist item 5). The placebos
+        (default: the same draw); ``token``: the token-restricted sketches. The placebos
         (``no_behavior``, ``placebo``) are handed over disguised as the real in_context target."""
         td = d if target_draw is None else target_draw
         key = ("draw", name, i, kind, d, td, target_kind, token)
@@ -170,7 +182,7 @@ class Suite:
             data, _ = self._draw_data(i, kind, d)
             _, targets = self._draw_data(i, kind, td)
             if token:
-                self.require_applicable("trigger_token_alignment", name)
+                self._require_token(name)
                 data = data.token_restricted()
             return self._score(key, name, data, targets[target_kind], placebo=is_placebo(target_kind))
         return self._scores[key]

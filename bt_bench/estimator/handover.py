@@ -26,7 +26,7 @@ def _checkpoints(facts: Sequence[Mapping[str, Any]]) -> list[Checkpoint]:
 
 def training_candidates(fixture: Any) -> CandidateData:
     """The training rollouts of ``fixture`` (a ``bt_bench.fixture.reader.Fixture``) as ``CandidateData``: every
-    row copied into memory once (checks gradient_norm_baseline, headroom, advantage_baseline)."""
+    row copied into memory once (the training-level checks)."""
     data = fixture.training()
     return CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="training",
                          model_loader=fixture.model, objective=data.objective)

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from bt_bench.checklist.base import json_default
-from bt_bench.checklist.figures import key_figure
+from bt_bench.checklist.registry import key_figure
 
 GLUE_KEY = pytest.StashKey[dict]()  # {"profile": str, "strict": bool}, set by the plugin in pytest_configure
 

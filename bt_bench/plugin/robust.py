@@ -30,7 +30,7 @@ CRASHED = "???"  # the ``when`` of xdist's report for the test a crashed worker 
 
 
 def check_of_name(test_name: str) -> str:
-    """'test_headroom[gas-seed0-draw1]' -> 'headroom': every per-estimator module in checks/ is test_<check>."""
+    """'test_<check>[gas-seed0-draw1]' -> '<check>': every per-estimator module in checks/ is test_<check>."""
     return test_name.split("[")[0].removeprefix("test_")
 
 

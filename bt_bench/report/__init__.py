@@ -10,53 +10,6 @@
 * :mod:`.cli` (``bt-bench report``), :mod:`.replay` (``bt-bench replay``), :mod:`.compare`
   (``python -m bt_bench.report.compare A.json B.json``).
 
-Matplotlib is imported lazily (Agg backend): the pytest plugin imports the table and must stay light.
+Matplotlib is imported lazily (Agg backend): the pytest plugin imports the table and must stay light. Each name
+has one import path, its module's: this package re-exports nothing.
 """
-
-from __future__ import annotations
-
-from .cli import main
-from .html import CSS, render_html, render_markdown, write_outputs
-from .plots import PLOTS, plot_alignment, plot_auc, plot_curves, plot_lift, render_plots
-from .replay import replay_main, replay_settings, results_from_verdicts
-from .schema import (
-    SCHEMA,
-    build_report,
-    estimator_provenance,
-    json_default,
-    load_report,
-    normalized,
-    runs_of,
-    write_report,
-)
-from bt_bench.checklist.figures import key_figure, short_reason, units_of_verdict
-from bt_bench.checklist.gate import FIXTURE, cell_of
-
-from .table import (
-    CHECKS,
-    COLORS,
-    GATE_ORDER,
-    LABELS,
-    SEVERITY,
-    VERDICT_OUTCOME,
-    canonical,
-    cell_text,
-    format_table,
-)
-from .units import legacy_units, units
-
-__all__ = ["CHECKS", "COLORS", "CSS", "FIXTURE", "GATE_ORDER", "LABELS", "PLOTS", "SCHEMA", "SEVERITY",
-           "VERDICT_OUTCOME", "build_report", "canonical", "cell_of", "cell_text", "compare_reports",
-           "estimator_provenance", "format_table", "json_default", "key_figure", "legacy_units", "load_report",
-           "main", "normalized", "plot_alignment", "plot_auc", "plot_curves", "plot_lift", "render_html",
-           "render_markdown", "render_plots", "replay_main", "replay_settings", "results_from_verdicts",
-           "runs_of", "short_reason", "units", "units_of_verdict", "write_outputs", "write_report"]
-
-
-def __getattr__(name: str):
-    """``compare_reports`` is loaded on first use, so ``python -m bt_bench.report.compare`` runs it fresh."""
-    if name == "compare_reports":
-        from .compare import compare_reports
-
-        return compare_reports
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from .schema import load_report
 from bt_bench.checklist.gate import cell_of
-from bt_bench.checklist.figures import key_figure
+from bt_bench.checklist.registry import key_figure
 
 from .units import units
 

@@ -212,9 +212,9 @@ def render_html(report: dict, out_html: str | Path, plots: dict[str, bytes] | No
     th = report.get("thresholds") or {}
     helps = {}
     if th:
-        from bt_bench.checklist.base import Thresholds
+        from bt_bench.checklist.registry import thresholds_help
 
-        helps = Thresholds.help()
+        helps = thresholds_help()
     env = {**(report.get("versions") or {}), **(report.get("machine") or {})}
     parts += ["<div class=row><div><h2>Settings</h2>", _kv_table(st), "</div><div><h2>Versions and machine</h2>",
               _kv_table(env), "</div></div><h2>Thresholds</h2>",

@@ -57,6 +57,14 @@ def _per_estimator(report: dict, check: str) -> dict[str, list[dict]]:
     return out
 
 
+def _fed_by(plot: str) -> str:
+    """The check whose units a figure draws (``CheckSpec.plots`` in the registry)."""
+    from bt_bench.checklist.registry import plotted
+
+    (check,) = plotted(plot)
+    return check
+
+
 def _labels(report: dict, check: str) -> dict[str, str]:
     """{estimator: the cell's outcome label} of one check (as in the table)."""
     cells: dict[str, list[dict]] = {}
@@ -91,9 +99,9 @@ def _dots(ax, xs: list[float], ms: list[dict], color, *, scale: list[float] | No
 
 def plot_lift(report: dict) -> bytes | None:
     """(a) Lift over chance per seed with CIs, each estimator next to the stronger norm_only variant
-    (overall), and inside the planting window (gradient_norm_baseline's per-seed metrics)."""
+    (overall), and inside the planting window (the per-seed metrics of the check that feeds "lift")."""
     per = {e: [u for u in us if (u["metrics"].get("chance") or {}).get("value")]
-           for e, us in _per_estimator(report, "gradient_norm_baseline").items()}
+           for e, us in _per_estimator(report, _fed_by("lift")).items()}
     per = {e: us for e, us in per.items() if us}
     if not per:
         return None
@@ -146,14 +154,15 @@ def _unit_label(u: dict) -> str:
 
 def plot_auc(report: dict) -> bytes | None:
     """(b) Raw vs fluency-residualized vs fluency within-group AUC per (seed, draw), one panel per
-    estimator (fluency_confound's per-unit metrics; seed_draw_variance's variance shares in the title)."""
+    estimator (the per-unit metrics of the check that feeds "auc_vs_fluency"; the variance shares of the one that
+    feeds "variance_shares" in the title)."""
     per = {e: [u for u in us if "auc" in u["metrics"]]
-           for e, us in _per_estimator(report, "fluency_confound").items()}
+           for e, us in _per_estimator(report, _fed_by("auc_vs_fluency")).items()}
     per = {e: sorted(us, key=lambda u: (str(u["seed"]), str(u["draw"]))) for e, us in per.items() if us}
     if not per:
         return None
-    sdv = _per_estimator(report, "seed_draw_variance")
-    labels = _labels(report, "fluency_confound")
+    sdv = _per_estimator(report, _fed_by("variance_shares"))
+    labels = _labels(report, _fed_by("auc_vs_fluency"))
     bar = (report.get("thresholds") or {}).get("residual_auc_bar", 0.5)
     fig, axes = _grid(len(per), ncols=2 if len(per) <= 4 else 3, h=3.1)
     series = (("auc", "raw", "C0", -0.22), ("residualized_auc", "residualized", "C1", 0.0),
@@ -187,9 +196,9 @@ def plot_auc(report: dict) -> bytes | None:
 
 def plot_alignment(report: dict) -> bytes | None:
     """(c) Token-level alignment distributions: scores against the in_context, placebo and constructed
-    targets (trigger_token_alignment's ``series``), one panel per estimator."""
+    targets (the ``series`` of the check that feeds "alignment"), one panel per estimator."""
     per, cells = {}, {}
-    for r in _results(report, "trigger_token_alignment"):
+    for r in _results(report, _fed_by("alignment")):
         s = {k: v for k, v in (r["metrics"].get("series") or {}).items() if v}
         if s:
             per.setdefault(cell_of(r)[1], {}).update(s)

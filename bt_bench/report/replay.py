@@ -12,7 +12,7 @@ from pathlib import Path
 from .html import write_outputs
 from .schema import SCHEMA, build_report, write_report
 from .table import VERDICT_OUTCOME, format_table
-from bt_bench.checklist.figures import key_figure
+from bt_bench.checklist.registry import get_check, key_figure
 
 
 def results_from_verdicts(verdicts, evidence=None) -> list[dict]:
@@ -25,7 +25,7 @@ def results_from_verdicts(verdicts, evidence=None) -> list[dict]:
             d["na"] = True
         metrics = {"check": v.check, "estimator": v.estimator, "key_figure": key_figure(d), "expected_failure": None,
                    "verdict": d}
-        if v.check == "trigger_token_alignment" and evidence is not None:
+        if evidence is not None and "alignment" in get_check(v.check).plots:  # the token-level scores it drew
             series: dict[str, list[float]] = {}
             for t in evidence.token_level:
                 if t.estimator == v.estimator:

@@ -10,8 +10,9 @@ import shutil
 import textwrap
 from collections.abc import Iterable, Sequence
 
-from bt_bench.checklist.figures import key_figure, short_reason
+from bt_bench.checklist.figures import short_reason
 from bt_bench.checklist.gate import FIXTURE, cell_of
+from bt_bench.checklist.registry import CHECKS, FIXTURE_CHECKS, key_figure
 
 LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP",
           "xfail": "FAIL (expected)", "xpass": "PASS (xfail)"}  # pytest outcomes (fixture self-checks, counts)
@@ -19,9 +20,6 @@ LABELS = {"passed": "PASS", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP
 SEVERITY = ("failed", "error", "xpass", "xfail", "passed", "skipped")
 VERDICT_OUTCOME = {"pass": "passed", "fail": "failed", "error": "error", "skip": "skipped",
                    "unsupported": "skipped"}  # a unit no ranking can pass: pytest skips it, the gate counts it
-CHECKS = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance",
-          "trigger_token_alignment", "advantage_baseline", "target_dependence")  # spec "The checks" order
-FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "integrity")  # the fixture self-checks, in table order
 # Cells are labelled by the gate (bt_bench.checklist.gate): PASS, FAIL, ERROR, NOT JUDGED, N/A.
 COLORS = {"PASS": "#cdeccd", "FAIL": "#f6c6c6", "ERROR": "#f9ddb1", "NOT JUDGED": "#f9ddb1", "N/A": "#e8e8e8",
           "INCOMPLETE": "#f6c6c6", "passed": "#cdeccd", "failed": "#f6c6c6", "error": "#f9ddb1", "skipped": "#e8e8e8"}
@@ -53,7 +51,7 @@ def _est_rank(order: Sequence[str]):
 
 
 def _check_rank(c: str) -> tuple:
-    known = CHECKS + FIXTURE_CHECKS
+    known = (*CHECKS, *FIXTURE_CHECKS)  # checklist order, then the fixture self-checks
     return known.index(c) if c in known else len(known), c
 
 

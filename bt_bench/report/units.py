@@ -25,7 +25,7 @@ def _unit(u: dict) -> dict:
 
 def units(metrics: dict) -> list[dict]:
     """The units of a result's metrics: the verdict's structured ``units``, plus one unit (seed None) of the
-    figures over all units when the verdict has any (e.g. seed_draw_variance's variance shares)."""
+    figures over all units when the verdict has any (e.g. the variance shares of a check pooled over seeds)."""
     verdict = metrics.get("verdict") or {}
     if not verdict.get("units"):
         return legacy_units(metrics)
