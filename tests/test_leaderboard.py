@@ -35,8 +35,10 @@ def report(cells: dict, *, profile: str = "tiny", torch: str = "2.13.0", argv=("
     results = [unit(c, e, s, o) for e, checks in cells.items() for c, outs in checks.items()
                for s, o in enumerate(outs)]
     if fixture:
-        results.append({"nodeid": "checks/test_fixture_integrity.py::test_integrity", "outcome": "passed",
-                        "reason": None, "metrics": {"check": "integrity", "key_figure": "3 runs, hashes ok"}})
+        results += [{"nodeid": "checks/test_fixture_causal.py::test_planted_cause", "outcome": "passed",
+                     "reason": None, "metrics": {"check": "planted_cause", "key_figure": "rate 0.02"}},
+                    {"nodeid": "checks/test_fixture_integrity.py::test_integrity", "outcome": "passed",
+                     "reason": None, "metrics": {"check": "integrity", "key_figure": "3 runs, hashes ok"}}]
     gates = gates or {e: f"{e}: GATE FAIL: something" for e in cells}
     return {"schema": SCHEMA, "exit_status": 1,
             "settings": {"profile": profile, "seeds": 3, "draws": 3, "estimators": list(cells)},
@@ -66,7 +68,8 @@ def test_cells_follow_the_every_seed_rule_with_counts_and_figures():
     assert (a["label"], a["count"]) == ("FAIL", "1/3") and (b["label"], b["count"]) == ("PASS", "3/3")
     assert a["key"].startswith("lift 2.0"), a  # a mean over all three seeds, not one seed's
     assert L.label_text(a) == "FAIL 1/3" and L.rows(L.merge([s])["tiny"]) == ["b", "a"]  # most PASS first
-    assert s["fixture_checks"] == {"integrity": {"label": "PASS", "key": "3 runs, hashes ok"}}
+    assert s["fixture_checks"] == {"integrity": {"label": "PASS", "key": "3 runs, hashes ok"},
+                                   "planted_cause": {"label": "PASS", "key": "rate 0.02"}}
 
 
 def test_key_figure_is_the_mean_over_every_unit():
@@ -74,6 +77,14 @@ def test_key_figure_is_the_mean_over_every_unit():
     for r, lift in zip(rep["results"], (1.0, 2.0, 6.0)):
         r["metrics"]["verdict"]["metrics"]["precision"]["value"] = 0.1 * lift
     assert slim_of(rep)["estimators"]["a"]["cells"][GN]["key"] == "lift 3.0"
+
+
+def test_not_applicable_cells_carry_no_figure():
+    rep = report({"a": {GN: ["skip"] * 3}})
+    for r in rep["results"][:3]:
+        r["metrics"]["verdict"]["na"] = True
+    cell = slim_of(rep)["estimators"]["a"]["cells"][GN]
+    assert (cell["label"], cell["key"], L.label_text(cell)) == ("N/A", "", "N/A")
 
 
 def test_deviation_from_a_declared_outcome_is_shown():
@@ -127,6 +138,8 @@ def test_fixtures_stay_apart_and_a_slim_file_reads_back(tmp_path):
     assert [p.name for p in files] == ["tiny.json", "bpe.json"]
     again = L.merge(load_any(p) for p in files)
     assert again == boards
+    assert L.render_markdown(again) == L.render_markdown(boards)  # the same page from the file (keys sorted)
+    assert L.render_html(again) == L.render_html(boards)
     assert L.merge([*again.values(), *again.values()]) == boards  # the same report twice is kept once
 
 
@@ -182,7 +195,7 @@ def test_import_fills_blocks_and_docs_check_catches_hand_edits(tmp_path, capsys)
     rep = write(tmp_path, "r.json", report({"x": {GN: ["fail"] * 3}}))
     assert board_cli.results_main(["import", str(rep), "--root", str(root)]) == 0
     text = (root / "docs" / "f.md").read_text()
-    assert "hand-typed" not in text and "| x | GATE FAIL | FAIL 3/3 (lift 2.0" in text and text.endswith("-->\nb\n")
+    assert "hand-typed" not in text and "| x | GATE FAIL | FAIL 3/3: lift 2.0" in text and text.endswith("-->\nb\n")
     assert (root / "docs" / "results.md").read_text().startswith("# Results")
     assert board_cli.results_main(["docs", "--check", "--root", str(root)]) == 0
     (root / "docs" / "f.md").write_text(text.replace("FAIL 3/3", "PASS 3/3"))

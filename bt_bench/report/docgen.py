@@ -48,7 +48,7 @@ def load_boards(root: str | Path) -> dict[str, dict]:
 def _provenance(board: Mapping) -> list[str]:
     out = []
     for name, text in L.provenance_lines(board):
-        out.append(f"Measured ({name}): {L._md(text)}.")
+        out.append(f"From {name}: {L._md(text)}.")
     notes = L.merge_notes(board)
     if len(board["reports"]) > 1:
         out.append(f"Merged: {L.MERGE_RULE}." + (" " + "; ".join(notes) + "." if notes else ""))

@@ -34,7 +34,7 @@ def _same(a: Mapping, b: Mapping) -> bool:
 
 def merge(slims: Iterable[Mapping]) -> dict[str, dict]:
     """{fixture: merged slim} of slim result files, in first-seen fixture order (see the module docstring). A
-    report present twice (same file name, date, command line, exit status) is kept once."""
+    report present twice (same file name, date, command line, exit status) is kept once, as read last."""
     out: dict[str, dict] = {}
     for s in slims:
         fx = s["fixture"]
@@ -46,6 +46,8 @@ def merge(slims: Iterable[Mapping]) -> dict[str, dict]:
             if hit is None:
                 board["reports"].append(dict(rep))
                 hit = len(board["reports"]) - 1
+            else:  # the same report again: its later reading wins too
+                board["reports"][hit] = dict(rep)
             index.append(hit)
         for name, est in s["estimators"].items():
             new = {**est, "from": index[est["from"]]}
@@ -154,16 +156,20 @@ def markdown_table(board: Mapping) -> list[str]:
         cells = []
         for c in checks:
             cell = est["cells"].get(c)
-            cells.append("–" if cell is None else label_text(cell) + (f" ({cell['key']})" if cell.get("key") else ""))
+            cells.append("–" if cell is None else label_text(cell) + (f": {cell['key']}" if cell.get("key") else ""))
         out.append(f"| {_md(name)} | {_md(gate_head(est))} | " + " | ".join(map(_md, cells)) + " |")
     return out
 
 
+FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "integrity")  # table order; others follow
+
+
 def fixture_line(board: Mapping) -> str:
-    fx = board.get("fixture_checks") or {}
+    got = board.get("fixture_checks") or {}
+    fx = {c: got[c] for c in [*(c for c in FIXTURE_CHECKS if c in got), *sorted(set(got) - set(FIXTURE_CHECKS))]}
     if not fx:
         return "Fixture self-checks: not in these reports."
-    return "Fixture self-checks: " + "; ".join(f"{c} {v['label']}" + (f" ({v['key']})" if v.get("key") else "")
+    return "Fixture self-checks: " + "; ".join(f"{c} {v['label']}" + (f": {v['key']}" if v.get("key") else "")
                                                for c, v in fx.items()) + "."
 
 
@@ -189,7 +195,7 @@ def render_markdown(boards: Mapping[str, Mapping], intro: Iterable[str] = ()) ->
     if intro:
         lines.append("")
     lines += ["Cells: label by the every-seed rule (`FAIL 1/3`: one of three units failed) and the key figure (means "
-              "over every unit of the cell, `lo`: the lowest CI lower bound); `(expected X!)`: a built-in that "
+              "over every unit of the cell, `lo`: the lowest CI lower bound) after the colon; `(expected X!)`: a built-in that "
               "deviates from its declared outcome. Rows: most PASS cells first.", ""]
     for board in boards.values():
         lines += markdown_board(board)
@@ -251,7 +257,8 @@ def html_board(board: Mapping, n: int) -> str:
     notes = merge_notes(board)
     merged = (f"<p class=sub>Merged: {_e(MERGE_RULE)}." + (" " + _e("; ".join(notes)) + "." if notes else "")
               + "</p>") if len(board["reports"]) > 1 else ""
-    return (f"<h2 id='fixture-{n}'>{_e(board['fixture'])}</h2><table class=board id='board-{n}'><thead><tr>{head}"
+    cols = "<colgroup><col style='width:12%'><col style='width:6%'><col style='width:9%'></colgroup>"
+    return (f"<h2 id='fixture-{n}'>{_e(board['fixture'])}</h2><table class=board id='board-{n}'>{cols}<thead><tr>{head}"
             f"</tr></thead><tbody>{body}</tbody></table><p class=sub>{_e(fixture_line(board))}</p>{merged}"
             f"<h3>Gate lines</h3><ul class=gates>{gates}</ul><h3>Provenance</h3><table class=prov>{prov}</table>{thr}")
 
@@ -260,7 +267,8 @@ def render_html(boards: Mapping[str, Mapping]) -> str:
     parts = [f"<!doctype html><html><head><meta charset=utf-8><title>bt-bench leaderboard</title><style>{CSS}"
              "</style></head><body><h1>bt-bench leaderboard</h1><p class=sub>Cells: label by the every-seed rule "
              "and key figure (means over every unit, lo: lowest CI lower bound). Click a column header to sort by it; "
-             "click again to reverse. Rows start with the most PASS cells. " + _e(MERGE_RULE) + ".</p>"]
+             "click again to reverse. Rows start with the most PASS cells. " + _e(MERGE_RULE[0].upper() + MERGE_RULE[1:])
+             + ".</p>"]
     parts += [html_board(b, i) for i, b in enumerate(boards.values())]
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"

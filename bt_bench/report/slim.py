@@ -59,7 +59,7 @@ def provenance_of(report: Mapping, source: str, date: str | None) -> dict:
     st = report.get("settings") or {}
     gs = report.get("gate_seed")
     return {"source": source, "date": date, "command_line": _command(report),
-            "dir": (report.get("command_line") or {}).get("dir"), "exit_status": report.get("exit_status"),
+            "exit_status": report.get("exit_status"),
             "versions": {k: (report.get("versions") or {}).get(k) for k in VERSIONS},
             "seeds": st.get("seeds"), "draws": st.get("draws"),
             "run_seeds": [r.get("seed") for r in report.get("runs") or [] if isinstance(r, Mapping)],
@@ -85,7 +85,7 @@ def _figure(check: str, rs: list[dict], deciding: dict) -> str:
         outcome = ((deciding.get("metrics") or {}).get("verdict") or {}).get("outcome")
         combined = key_figure({"check": check, "outcome": outcome, "metrics": metrics})
         own = combined or own
-    if not own and gate.unit_label(deciding) in (gate.ERROR, gate.NOT_JUDGED, gate.NA):
+    if not own and gate.unit_label(deciding) in (gate.ERROR, gate.NOT_JUDGED):
         v = m.get("verdict") or {}
         own = short_reason(v.get("reason") or deciding.get("reason") or "")
     return own
@@ -103,6 +103,7 @@ def cells_of(report: Mapping) -> dict[str, dict[str, dict]]:
         exp = next(((r.get("metrics") or {}).get("expected") for r in rs if (r.get("metrics") or {}).get("expected")),
                    None)
         key = cr.ran if cr.label == gate.INCOMPLETE else (_figure(check, rs, deciding) if rs else "")
+        key = "" if cr.label == gate.NA else key  # excluded by the estimator's declaration: the label says it
         out.setdefault(est, {})[check] = {"label": cr.label, "count": cr.count if rs or cr.missing else "",
                                           "expected": (exp or {}).get("label"), "key": key}
     return out
