@@ -27,9 +27,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bt_bench.checklist import gate
-from bt_bench.checklist.figures import FIGURES, key_figure, short_reason, units
+from bt_bench.checklist.figures import key_figure, short_reason
 
 from .schema import SCHEMA, load_report
+from .units import units
 
 SLIM_SCHEMA = "bt-bench-results/1"
 VERSIONS = ("bt-bench", "torch", "trl", "transformers")  # the versions a page names
@@ -74,7 +75,7 @@ def _figure(check: str, rs: list[dict], deciding: dict) -> str:
     carry each unit's seed/draw, as ``bt_bench.checklist.base.combine`` writes them); one result: its own figure."""
     m = deciding.get("metrics") or {}
     own = m.get("key_figure") or (key_figure(m["verdict"]) if m.get("verdict") else "")
-    if len(rs) > 1 and check in FIGURES:
+    if len(rs) > 1:
         metrics: dict = {}
         for r in rs:
             for u in units(r.get("metrics") or {}):
