@@ -45,3 +45,19 @@ def test_findings_tables_are_generated():
     text = (ROOT / "docs" / "findings.md").read_text()
     for name in ("tiny-table", "bpe-table"):
         assert f"<!-- bt-bench:generated {name} -->" in text, name
+
+
+def test_cells_agree_with_the_recorded_gates():
+    """A cross-check of the slim cells (labels recomputed from the results by bt_bench.checklist.gate) against the
+    gate the plugin decided in the same session: a built-in recorded AS EXPECTED has every cell at its declared
+    label, one that deviates has at least one cell off it."""
+    seen = 0
+    for p in FILES:
+        for name, est in load_any(p)["estimators"].items():
+            g = est.get("gate") or {}
+            if not g.get("expected"):
+                continue
+            off = [c for c, cell in est["cells"].items() if cell.get("expected") != cell["label"]]
+            assert (not off) == bool(g["ok"]), (p.name, name, g["line"], off)
+            seen += 1
+    assert seen >= 2 * 11, seen  # every built-in on tiny and bpe
