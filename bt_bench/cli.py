@@ -230,6 +230,13 @@ def main(argv: list[str] | None = None) -> int:
                         "(exit 0 pass/skip, 1 fail/error, 2 unreadable)", add_help=False, prefix_chars="+")
     rl.add_argument("rest", nargs=argparse.REMAINDER)
     rl.set_defaults(func=cmd_replay)
+    for name, fn, text in (("leaderboard", "leaderboard_main", "one HTML + one Markdown page of several reports: "
+                            "`bt-bench leaderboard A.json B.json --out DIR` (the later report wins per estimator)"),
+                           ("results", "results_main", "slim result files and generated docs: `bt-bench results "
+                            "import REPORT.json` / `bt-bench results docs [--check]`")):
+        lb = sub.add_parser(name, help=text, add_help=False, prefix_chars="+")  # every -option goes to board_cli
+        lb.add_argument("rest", nargs=argparse.REMAINDER)
+        lb.set_defaults(func=lambda a, fn=fn: getattr(__import__("bt_bench.report.board_cli", fromlist=[fn]), fn)(a.rest))
     args = ap.parse_args(argv)
     try:
         return args.func(args)
