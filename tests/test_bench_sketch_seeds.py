@@ -55,8 +55,43 @@ def test_compare_needs_the_exact_reference(fx):
 
 
 @pytest.mark.parametrize("argv, msg", [(["--sketch-seeds", "0"], "--sketch-seeds"),
-                                       (["--draw", "3"], "--draw must be in 0..2")])
+                                       (["--draw", "3"], "--draw must be in 0..2"),
+                                       (["--draw", "0", "5"], "got [5]")])
 def test_bad_arguments_name_the_option(argv, msg, capsys):
     with pytest.raises(SystemExit) as e:
         sketch_seeds.main(argv)
     assert e.value.code == 2 and msg in capsys.readouterr().err
+
+
+def _row(spec, spearman, auc, dim=64, seconds=1.0):
+    return {"spec": spec, "spearman": spearman, "auc": auc, "dim": dim, "seconds": seconds}
+
+
+def test_summary_is_each_specs_agreement_with_exact_over_the_draws():
+    """Hand-computed: the stored default's largest AUC gap is 0.05 (draw 1), so it does not agree; ``large`` has
+    median Spearman 0.97 and gaps 0.01/0.02: it agrees. A gap is measured against exact on the same draw."""
+    draws = [{"seed": 0, "draw": 0, "rows": [_row("exact", 1.0, 0.70), _row(sketch_seeds.STORED, 0.90, 0.72),
+                                             _row("large", 0.97, 0.71)]},
+             {"seed": 0, "draw": 1, "rows": [_row("exact", 1.0, 0.60), _row(sketch_seeds.STORED, 0.96, 0.65),
+                                             _row("large", 0.98, 0.62)]},
+             {"seed": 1, "draw": 0, "rows": [_row("exact", 1.0, 0.80), _row(sketch_seeds.STORED, 0.99, 0.79),
+                                             _row("large", 0.96, 0.80)]}]
+    out = sketch_seeds.summarize(draws)
+    t = {r["spec"]: r for r in out["table"]}
+    assert out["default_vs_exact_auc_gap"] == pytest.approx(0.05)
+    assert t[sketch_seeds.STORED]["median_spearman"] == pytest.approx(0.96) and not t[sketch_seeds.STORED]["agrees"]
+    assert t["large"]["max_auc_gap"] == pytest.approx(0.02) and t["large"]["agrees"]
+    assert t["large"]["min_spearman"] == pytest.approx(0.96) and t["exact"]["agrees"] and t["exact"]["draws"] == 3
+    assert not sketch_seeds.summarize(draws, {"median_spearman": 0.99, "max_auc_gap": 1.0})["table"][2]["agrees"]
+    assert "default_vs_exact_auc_gap: 0.050" in sketch_seeds.format_summary(out)
+    with pytest.raises(ValueError, match="no 'exact' row"):
+        sketch_seeds.summarize([{"seed": 0, "draw": 0, "rows": [_row("large", 0.9, 0.5)]}])
+
+
+def test_compare_reports_each_specs_cost(fx):
+    rows = {r["spec"]: r for r in sketch_seeds.compare(fx, "saturated", 0, {"exact": preset("exact"),
+                                                                             "small": preset("small")},
+                                                       n_resamples=20)}
+    assert rows["small"]["dim"] < rows["exact"]["dim"] and rows["small"]["seconds"] > 0
+    out = sketch_seeds.summarize([{"seed": 0, "draw": 0, "rows": list(rows.values())}])
+    assert out["default_vs_exact_auc_gap"] is None  # the stored default was not among the specs

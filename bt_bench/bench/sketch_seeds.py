@@ -1,13 +1,17 @@
 """How much does the sketch move a draw-level verdict? Exact TracIn against sketched TracIn on one draw.
 
-``bt-bench bench sketch-seeds [--profile tiny] [--seed 0] [--draw 0] [--draws 3] [--sketch-seeds 4] [--json PATH]``
+``bt-bench bench sketch-seeds [--profile tiny] [--seed 0 ...] [--draw 0 ... | --all-draws] [--draws 3]
+[--sketch-seeds 4] [--json PATH]``
 
-On one fresh draw at the saturated checkpoint, TracIn's score of candidate i is <g_target, g_i> at that
+On fresh draws at the saturated checkpoint, TracIn's score of candidate i is <g_target, g_i> at that
 checkpoint (``rollout_losses`` of the draw, ``Target.loss`` of the in-context target). The same gradients are
 sketched under several specs (the default factorized sketch with sketch seeds 0..n-1, ``large``, ``first_stage``,
 a dense Gaussian) and under the ``exact`` preset, whose factors are identities: its inner products are the
 unsketched ones. Each row reports the least-squares slope and Spearman rank correlation against exact, and the two
-figures the fluency check (2) judges: the within-group AUC of the behavior label and the AUC of the fluency residual.
+figures the fluency check (2) judges: the within-group AUC of the behavior label and the AUC of the fluency residual;
+and the sketch's output size and the seconds it took. Over every draw scored, :func:`summarize` gives each spec's
+agreement with exact (median and lowest Spearman, the largest within-group AUC gap) against :data:`AGREEMENT`, and
+``default_vs_exact_auc_gap``: the largest AUC gap of the stored default sketch (``default``, seed 0).
 
 Why: the sketch-fidelity self-check bounds each sketched inner product's error by its JL bound; a within-group
 ranking compares siblings whose gradients differ little, so an error inside that bound can still reorder them. The
@@ -20,9 +24,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import numpy as np
+
+# What "agrees with exact gradients" means for a sketch (docs/checklist.md, sketch fidelity): the median over draws of
+# the Spearman correlation with exact TracIn at least 0.95, and the within-group AUC within 0.03 of exact's on every
+# draw (a gap larger than that moves a draw-level verdict: fluency's AUC margin is of that order on tiny).
+AGREEMENT = {"median_spearman": 0.95, "max_auc_gap": 0.03}
+STORED = "default (seed 0)"  # the spec the fixtures' sketches are derived with
 
 PROBE = type("SketchSeedProbe", (), {"name": "sketch_seeds", "level": "rollout", "capabilities": frozenset({"model"})})
 
@@ -64,13 +75,14 @@ def compare(fixture, kind: str = "saturated", draw: int = 0, specs: dict | None 
         raise ValueError(f"specs['exact']: its factors must be identities for this model (k=None, factor dims >= "
                          f"{widest}, the widest of vocab, hidden and intermediate sizes); got {ref}")
     batch, tbatch = rollout_batch(view), defn.batch()
-    scores = {}
+    scores, cost = {}, {}
     for name, spec in specs.items():
+        t0 = time.perf_counter()
         with torch.enable_grad():
             sk = Sketcher(model, spec)
             g = np.asarray(sk.sketch(batch, candidate_terms), dtype=np.float64)
             gt = np.asarray(sk.sketch(tbatch, target_terms_fn(defn.loss)), dtype=np.float64).mean(0)
-        scores[name] = g @ gt
+        scores[name], cost[name] = g @ gt, (time.perf_counter() - t0, g.shape[1])
     ex = scores["exact"]
     rows = []
     for name, s in scores.items():
@@ -79,8 +91,51 @@ def compare(fixture, kind: str = "saturated", draw: int = 0, specs: dict | None 
         rows.append({"spec": name, "sketch": dataclasses.asdict(specs[name]), "slope": float(s @ ex / (ex @ ex)),
                      "spearman": float(spearmanr(s, ex)[0]), "auc": auc.estimate, "auc_ci": [auc.ci_low, auc.ci_high],
                      "residualized_auc": res.estimate, "residualized_ci": [res.ci_low, res.ci_high],
-                     "scores": s.tolist()})
+                     "seconds": cost[name][0], "dim": int(cost[name][1]), "scores": s.tolist()})
     return rows
+
+
+def summarize(draws: list[dict], agreement: dict | None = None) -> dict:
+    """Agreement of every spec with exact over the draws scored (``draws``: ``[{seed, draw, rows}]`` as
+    :func:`compare` gives rows): per spec its median and lowest Spearman, its largest within-group AUC gap
+    (``|AUC - AUC(exact)|`` on the same draw), its mean seconds and output size, and whether it meets
+    ``agreement`` (default :data:`AGREEMENT`) on every draw; ``default_vs_exact_auc_gap``: the stored default
+    sketch's largest gap (None when it was not scored)."""
+    crit = agreement or AGREEMENT
+    if not draws:
+        raise ValueError("draws: empty; score at least one draw")
+    per: dict[str, dict] = {}
+    for d in draws:
+        ex = next((r for r in d["rows"] if r["spec"] == "exact"), None)
+        if ex is None:
+            raise ValueError(f"draws: seed {d.get('seed')} draw {d.get('draw')} has no 'exact' row")
+        for r in d["rows"]:
+            p = per.setdefault(r["spec"], {"spearman": [], "gap": [], "seconds": [], "dim": r.get("dim")})
+            p["spearman"].append(r["spearman"]), p["gap"].append(abs(r["auc"] - ex["auc"]))
+            p["seconds"].append(r.get("seconds") or 0.0)
+    table = []
+    for name, p in per.items():
+        med, gap = float(np.median(p["spearman"])), float(max(p["gap"]))
+        table.append({"spec": name, "draws": len(p["gap"]), "median_spearman": med,
+                      "min_spearman": float(min(p["spearman"])), "max_auc_gap": gap,
+                      "seconds": float(np.mean(p["seconds"])), "dim": p["dim"],
+                      "agrees": med >= crit["median_spearman"] and gap <= crit["max_auc_gap"]})
+    stored = per.get(STORED)
+    return {"criteria": dict(crit), "table": table,
+            "default_vs_exact_auc_gap": None if stored is None else float(max(stored["gap"]))}
+
+
+def format_summary(summary: dict) -> str:
+    c = summary["criteria"]
+    out = [f"agreement with exact over the draws (median Spearman >= {c['median_spearman']}, AUC gap <= "
+           f"{c['max_auc_gap']} on every draw)",
+           f"{'sketch':22s} {'draws':>5s} {'med rho':>7s} {'min rho':>7s} {'max gap':>7s} {'dim':>6s} {'s':>6s}  agrees"]
+    for r in summary["table"]:
+        out.append(f"{r['spec']:22s} {r['draws']:5d} {r['median_spearman']:7.3f} {r['min_spearman']:7.3f} "
+                   f"{r['max_auc_gap']:7.3f} {r['dim'] or 0:6d} {r['seconds']:6.1f}  {'yes' if r['agrees'] else 'NO'}")
+    gap = summary["default_vs_exact_auc_gap"]
+    out.append(f"default_vs_exact_auc_gap: {'n/a' if gap is None else f'{gap:.3f}'}")
+    return "\n".join(out)
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -95,17 +150,22 @@ def format_rows(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bt-bench bench sketch-seeds", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="tiny", help="run profile (default tiny); built and derived if not cached")
-    ap.add_argument("--seed", type=int, default=0, help="training seed of the run (default 0)")
-    ap.add_argument("--draw", type=int, default=0, help="draw index at the saturated checkpoint (default 0)")
+    ap.add_argument("--seed", type=int, nargs="+", default=[0], help="training seed(s) of the runs (default 0)")
+    ap.add_argument("--draw", type=int, nargs="+", default=[0],
+                    help="draw index(es) at the saturated checkpoint (default 0)")
+    ap.add_argument("--all-draws", action="store_true", help="every draw of --draws (instead of --draw)")
     ap.add_argument("--draws", type=int, default=3, help="draws per checkpoint, as --bt-draws (default 3): "
                     "the derived data of the checklist's own runs")
     ap.add_argument("--sketch-seeds", type=int, default=4, help="seeds of the default sketch to try (default 4)")
-    ap.add_argument("--json", default=None, help="write the rows (with every score) as JSON here")
+    ap.add_argument("--json", default=None, help="write the rows of every draw (with every score) and the "
+                    "agreement table, with default_vs_exact_auc_gap, as JSON here")
     args = ap.parse_args(argv)
     if args.sketch_seeds < 1:
         ap.error("--sketch-seeds must be >= 1")
-    if not 0 <= args.draw < args.draws:
-        ap.error(f"--draw must be in 0..{args.draws - 1} (--draws {args.draws})")
+    draws = list(range(args.draws)) if args.all_draws else args.draw
+    bad = [d for d in draws if not 0 <= d < args.draws]
+    if bad:
+        ap.error(f"--draw must be in 0..{args.draws - 1} (--draws {args.draws}), got {bad}")
 
     import torch
 
@@ -116,12 +176,17 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
-    run = build_run(make_config(args.profile, seed=args.seed), cache_root(), progress=True)
-    fx = load_fixture(run, fixture_config(args.profile, args.draws), cache_root())
-    rows = compare(fx, "saturated", args.draw, default_specs(args.sketch_seeds))
-    print(f"TracIn on {args.profile} seed {args.seed}, saturated draw {args.draw}: exact vs sketched")
-    print(format_rows(rows))
-    if args.json:
-        Path(args.json).write_text(json.dumps({"profile": args.profile, "seed": args.seed, "draw": args.draw,
-                                               "rows": rows}, indent=1))
+    scored = []
+    for seed in args.seed:
+        run = build_run(make_config(args.profile, seed=seed), cache_root(), progress=True)
+        fx = load_fixture(run, fixture_config(args.profile, args.draws), cache_root())
+        for d in draws:
+            rows = compare(fx, "saturated", d, default_specs(args.sketch_seeds))
+            print(f"TracIn on {args.profile} seed {seed}, saturated draw {d}: exact vs sketched", flush=True)
+            print(format_rows(rows), flush=True)
+            scored.append({"seed": seed, "draw": d, "rows": rows})
+            if args.json:  # after every draw, so a long run interrupted keeps what it measured
+                Path(args.json).write_text(json.dumps({"profile": args.profile, "draws": scored,
+                                                       **summarize(scored)}, indent=1))
+    print(format_summary(summarize(scored)))
     return 0
