@@ -125,6 +125,20 @@ def run(pytester, report, *estimators, args=()):
     return res, json.loads(report.read_text())
 
 
+@pytest.fixture
+def own_tmpdir(tmp_path, monkeypatch):
+    """A temp folder of the run's own (TMPDIR), to see what a run leaves behind there."""
+    d = tmp_path / "tmpdir"
+    d.mkdir()
+    monkeypatch.setenv("TMPDIR", str(d))
+    return d
+
+
+def left_behind(d) -> list[str]:
+    """bt-bench's files and folders still in the temp folder: the crashed-estimator list, scoring folders."""
+    return sorted(p.name for p in d.iterdir() if p.name.startswith("bt-bench-"))
+
+
 def by_cell(doc) -> dict:
     """{(estimator, seed): (pytest outcome, verdict)} of every per-estimator result."""
     return {(r["metrics"]["estimator"], r["nodeid"].rsplit("-", 1)[1].rstrip("]")): (r["outcome"],
@@ -174,9 +188,9 @@ def test_estimator_error_is_one_line_and_the_traceback_is_in_the_json(cells, tmp
     assert 'raise ValueError("boom-marker went off")' in verbose.stdout.str()
 
 
-def test_a_crashing_estimator_dies_in_its_scoring_process_not_in_the_worker(cells, tmp_path):
+def test_a_crashing_estimator_dies_in_its_scoring_process_not_in_the_worker(cells, tmp_path, own_tmpdir):
     """Scored in a process of its own (the default), os._exit ends that process: an ERROR cell per call, every xdist
-    worker lives on."""
+    worker lives on; the run leaves nothing of its own in the temp folder (scoring folders, the crash list)."""
     pytest.importorskip("xdist")
     res, doc = run(cells, tmp_path / "r.json", "oracle", "bt_plug:Crash",
                    args=("-n", "2", "--max-worker-restart", "0", "--bt-seeds", "4"))
@@ -190,9 +204,10 @@ def test_a_crashing_estimator_dies_in_its_scoring_process_not_in_the_worker(cell
         assert "worker 'gw" not in v["reason"]
     assert "crashed" not in out.replace("crashed workers", "")
     assert out.count("bt_plug:Crash: GATE FAIL") == 1 and out.count("oracle: AS EXPECTED") == 1
+    assert left_behind(own_tmpdir) == []
 
 
-def test_worker_crash_is_an_error_cell_and_the_run_goes_on(cells, tmp_path):
+def test_worker_crash_is_an_error_cell_and_the_run_goes_on(cells, tmp_path, own_tmpdir):
     pytest.importorskip("xdist")
     # in-process scoring (--bt-isolation none): 4 crashing cells but only 2 worker restarts allowed: without the
     # crashed-estimator list every cell of it would kill a worker, xdist would stop the run and the remaining
@@ -211,6 +226,7 @@ def test_worker_crash_is_an_error_cell_and_the_run_goes_on(cells, tmp_path):
     assert any("worker 'gw" in got["bt_plug:Crash", s][1]["reason"] for s in seeds)  # xdist's own report
     assert out.count("bt_plug:Crash: GATE FAIL") == 1 and out.count("oracle: AS EXPECTED") == 1
     assert not list(tmp_path.glob("*.tmp"))
+    assert left_behind(own_tmpdir) == []  # the crashed-estimator list the workers shared is gone with the run
 
 
 # ------------------------------------------------------------------ the timer itself, in this process
