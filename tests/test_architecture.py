@@ -107,6 +107,34 @@ def test_no_import_cycle():
             visit(m, [m])
 
 
+# The plug-in author's API (docs/estimators.md): the protocol, the view, targets, the named errors, the objective.
+PUBLIC_ESTIMATOR_API = [
+    "Candidates", "Capability", "CapabilityError", "Checkpoint", "ConstantScoreError", "Estimator", "EstimatorError",
+    "InvalidEstimatorError", "LabelsRefusedError", "LevelMismatchError", "MissingFieldError", "MissingInputError",
+    "NonDeterministicScoreError", "NonFiniteScoreError", "ScoreShapeError", "ScoringFailedError", "Target",
+    "TargetDefinition", "rollout_batch", "rollout_losses", "target_loss",
+]
+
+
+def test_the_estimator_package_exports_the_author_api_only():
+    """``bt_bench.estimator`` is what a plug-in author imports; the harness imports its internals (the scoring call,
+    the handover builders, the label policy) from their own modules. Its namespace holds exactly ``__all__`` (plus
+    the submodules Python binds on import), and nothing in it holds labels."""
+    import types
+
+    import bt_bench.estimator as api
+    from bt_bench.estimator import views
+
+    assert api.__all__ == PUBLIC_ESTIMATOR_API
+    own = {n for n, v in vars(api).items() if not n.startswith("_") and not isinstance(v, types.ModuleType)}
+    assert own - {"annotations"} == set(PUBLIC_ESTIMATOR_API)
+    for holder in (views.CandidateData, views.Labels):
+        assert holder.__name__ not in own and all(v is not holder for v in vars(api).values())
+    harness = {"score_estimator", "fit_estimator", "training_candidates", "draw_candidates", "training_target",
+               "labels_allowed", "TEST_ONLY", "PLACEBO_SEED", "LABEL_FIELDS", "validate_scores"}
+    assert not harness & set(vars(api))
+
+
 def test_repository_stands_alone():
     """No tracked file refers to a path outside the repository (the shared folder beside a checkout)."""
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()

@@ -126,7 +126,7 @@ def trigger_token_alignment(suite, est: str, i: int, draws: int) -> tuple[Verdic
     scores against in_context, placebo and constructed targets. Bootstrap clusters are prompts: the draws reuse
     the same candidate prompts, so responses to one prompt in different draws are not independent (spec
     "Confidence intervals")."""
-    from bt_bench.estimator import is_cosine_scale
+    from bt_bench.estimator.contract import is_cosine_scale
 
     suite.require_applicable("trigger_token_alignment", est)
     suite.require_draw(i, "saturated")
