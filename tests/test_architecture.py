@@ -1,5 +1,5 @@
 """The package layout follows the data path (docs/architecture.md): a stage imports only earlier stages and itself,
-no module is much over 400 lines, there is no import cycle, and nothing in the repository points outside it.
+no module is over 400 lines, there is no import cycle, and nothing in the repository points outside it.
 
 Stages, in order: sketch (a leaf library: model + batch -> sketch; it imports nothing of bt_bench) < runs (planted
 GRPO runs; the recorder captures in-run sketches with it) < fixture < estimator < checklist < report < plugin <
@@ -19,7 +19,7 @@ PKG = ROOT / "bt_bench"
 STAGES = ["sketch", "runs", "fixture", "estimator", "checklist", "report", "plugin", "bench", "cli", "__init__",
           "__main__"]
 TOP = {"bench": 7, "cli": 7, "__init__": 7, "__main__": 7}
-MAX_LINES = 420
+MAX_LINES = 400
 
 
 def stage_of(module: str) -> int:
