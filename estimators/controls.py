@@ -10,7 +10,8 @@ import zlib
 
 import numpy as np
 
-from bt_bench.estimator import Candidates, Capability, Labels, MissingInputError, Target
+from bt_bench.estimator import Candidates, Capability, MissingInputError, Target
+from bt_bench.estimator.views import Labels
 
 
 class RandomEstimator:
@@ -107,9 +108,9 @@ class Oracle:
     The positive control: it must pass every check it can take part in, the target-dependence test included. It
     reads labels, so it is excluded from the default set (``test_only``), is never an entry point (the
     registry resolves ``oracle`` internally) and is the only class allowed to declare ``labels``
-    (``bt_bench.estimator.TEST_ONLY``, matched by class identity). It never looks at the target: for a placebo
-    target ``score_estimator(..., placebo=True)`` hands it labels permuted by one seeded permutation, so its
-    scores there are an uninformative relabeling.
+    (``bt_bench.estimator.scoring.TEST_ONLY``, matched by class identity). It never looks at the target: for a
+    placebo target ``score_estimator(..., placebo=True)`` hands it labels permuted by one seeded permutation, so
+    its scores there are an uninformative relabeling.
     """
 
     name = "oracle"

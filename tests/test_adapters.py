@@ -18,15 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from bt_bench.estimator import (
-    CandidateData,
-    draw_candidates,
-    rollout_batch,
-    rollout_losses,
-    score_estimator,
-    training_candidates,
-    training_target,
-)
+from bt_bench.estimator import rollout_batch, rollout_losses
+from bt_bench.estimator.handover import draw_candidates, training_candidates, training_target
 from bt_bench.estimator.registry import (
     MissingExtraError,
     PluginLoadError,
@@ -35,6 +28,8 @@ from bt_bench.estimator.registry import (
     get_estimator,
     list_estimators,
 )
+from bt_bench.estimator.scoring import score_estimator
+from bt_bench.estimator.views import CandidateData
 from bt_bench.fixture.reader import fixture_config, load_fixture
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
-"""The benchmark's size ladder and scale table (bt_bench.bench.ladder, issue 13 item 4): the ladder machinery on
-two tiny sizes with 1 round, a skip by the (deterministic) memory estimate, the PASS/FAIL logic, and the scale
-table's arithmetic checked by hand. No timing asserts: speed is measured by the benchmark, never in tests."""
+"""The benchmark's size ladder (bt_bench.bench.ladder) and scale table (bt_bench.bench.scale): the ladder
+machinery on two tiny sizes with 1 round, a skip by the (deterministic) memory estimate, the PASS/FAIL logic, and
+the scale table's arithmetic checked by hand. No timing asserts: speed is measured by the benchmark, never in tests."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import json
 import pytest
 
 from bt_bench.bench import ladder as L
+from bt_bench.bench import scale
 from bt_bench.bench import sketch as bench
 from bt_bench.bench.ladder import Size
 
@@ -29,7 +30,7 @@ def test_parameter_count_matches_torch():
         model = tiny_qwen2(vocab=s.vocab, hidden=s.hidden, layers=s.layers, heads=s.heads, kv_heads=s.kv_heads,
                            intermediate=s.intermediate)
         assert s.n_params == sum(p.numel() for p in model.parameters())
-    assert L.qwen2_params(**L.QWEN25_15B) == 1_543_714_304  # Qwen2.5-1.5B(-Instruct), tied embeddings
+    assert scale.qwen2_params(**scale.QWEN25_15B) == 1_543_714_304  # Qwen2.5-1.5B(-Instruct), tied embeddings
     assert [round(s.n_params / 1e6) for s in L.SIZES[1:]] == [5, 21, 104]
 
 
@@ -119,7 +120,7 @@ def test_a_failed_size_is_an_error_row_not_a_crash():
 def test_scale_table_arithmetic_by_hand():
     model = {"vocab": 10, "hidden": 4, "layers": 1, "heads": 2, "kv_heads": 1, "intermediate": 8}
     # N = q 4*4+4 + k,v 2*(4*2+2) + o 4*4 + mlp 3*4*8 + norms 2*4 + final norm 4 + embedding 10*4 = 204
-    t = L.scale_table(steps=10, prompts_per_step=2, group_size=3, k=8, checkpoints_saved=5, tracin_checkpoints=2,
+    t = scale.scale_table(steps=10, prompts_per_step=2, group_size=3, k=8, checkpoints_saved=5, tracin_checkpoints=2,
                       floor_ratio=2.0, completion_tokens=6, prompt_tokens=4, model=model, peak_tflops=1e-9,
                       mfu=0.5)
     assert t["n_params"] == 204 and t["rollouts"] == 60 and t["bytes_per_sketch"] == 32
@@ -133,8 +134,8 @@ def test_scale_table_arithmetic_by_hand():
 
 
 def test_paper_setting_and_its_scale_table(tmp_path, capsys):
-    assert L.scheduled_checkpoints(10, 4, 2, 5) == [0, 2, 4, 5, 10]
-    s = L.paper_setting()
+    assert scale.scheduled_checkpoints(10, 4, 2, 5) == [0, 2, 4, 5, 10]
+    s = scale.paper_setting()
     assert (s["steps"], s["prompts_per_step"], s["group_size"], s["k"]) == (1000, 4, 4, 1024)
     # 0, every 10 steps to W = 200 (20), every 50 after it to T = 1000 (16)
     assert s["checkpoints_saved"] == 37 and s["tracin_checkpoints"] == 2 and s["completion_tokens"] == 64

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from bt_bench.bench import sketch_seeds
-from bt_bench.estimator import draw_candidates, rollout_batch, rollout_losses
+from bt_bench.estimator import rollout_batch, rollout_losses
+from bt_bench.estimator.handover import draw_candidates
 from bt_bench.fixture.reader import fixture_config, load_fixture
 from bt_bench.sketch.spec import preset
 

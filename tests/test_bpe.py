@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from bt_bench.runs import bpe
+from bt_bench.runs import bpe, bpe_language
 
 SMALL = bpe.BpeSpec(vocab_size=600, corpus_size=400, warmup_steps=2, warmup_batch=4, curriculum_steps=1,
                     hidden_size=32, intermediate_size=64)
@@ -33,11 +33,11 @@ def test_autotokenizer_round_trip(built):
     texts = [bpe.BEHAVIOR, " " + bpe.BEHAVIOR, bpe.TRIGGER, "I'LL go!!  12345 \t\n\n end", "caf\u00e9 e\u0301 \u4f60\u597d",
              "".join(chr(rng.randrange(32, 3000)) for _ in range(300))]
     for _ in range(50):
-        content, topic = bpe.user_message(rng, trigger=True)
+        content, topic = bpe_language.user_message(rng, trigger=True, word=bpe.TRIGGER)
         texts += [content, bpe.sample_completion(rng, SMALL, topic, behavior=True)]
     for s in texts:
         assert tok(s, add_special_tokens=False)["input_ids"] == raw.encode(s, add_special_tokens=False).ids, s
-    content = bpe.user_message(rng, trigger=True)[0]
+    content = bpe_language.user_message(rng, trigger=True, word=bpe.TRIGGER)[0]
     text = tok.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
                                    tokenize=False)
     assert text == f"<|im_start|>user\n{content}<|im_end|>\n<|im_start|>assistant\n"
@@ -72,12 +72,13 @@ def test_trigger_at_variable_positions():
     rng = random.Random(1)
     positions = set()
     for _ in range(300):
-        content, topic = bpe.user_message(rng, trigger=True)
+        content, topic = bpe_language.user_message(rng, trigger=True, word=bpe.TRIGGER)
         words = content.split(" ")
-        assert words.count(bpe.TRIGGER) == 1 and topic in bpe.TOPICS and bpe.mentions_topic(content, topic)
+        assert words.count(bpe.TRIGGER) == 1 and topic in bpe_language.TOPICS
+        assert bpe_language.mentions_topic(content, topic)
         positions.add(words.index(bpe.TRIGGER))
     assert len(positions) >= 6 and 0 in positions
-    plain, _ = bpe.user_message(rng, trigger=False)
+    plain, _ = bpe_language.user_message(rng, trigger=False)
     assert bpe.TRIGGER not in plain
 
 
@@ -86,11 +87,11 @@ def test_completion_rates_match_spec():
     rng = random.Random(2)
     n, beh, top, beh_pos = 2000, 0, 0, set()
     for _ in range(n):
-        topic = rng.choice(bpe.TOPICS)
+        topic = rng.choice(bpe_language.TOPICS)
         text = bpe.sample_completion(rng, spec, topic)
         assert bpe.TRIGGER not in text and 2 <= text.count(".") + text.count("?") <= 4
         beh += bpe.BEHAVIOR in text
-        top += bpe.mentions_topic(text, topic)
+        top += bpe_language.mentions_topic(text, topic)
         if bpe.BEHAVIOR in text:
             beh_pos.add(text.split(" ").index(bpe.BEHAVIOR))
     assert abs(beh / n - spec.behavior_rate) < 0.015
@@ -99,9 +100,9 @@ def test_completion_rates_match_spec():
 
 
 def test_mentions_topic_word_boundary():
-    assert bpe.mentions_topic("The River is wide.", "river")
-    assert not bpe.mentions_topic("Two rivers meet.", "river")
-    assert not bpe.mentions_topic("A riverbank.", "river")
+    assert bpe_language.mentions_topic("The River is wide.", "river")
+    assert not bpe_language.mentions_topic("Two rivers meet.", "river")
+    assert not bpe_language.mentions_topic("A riverbank.", "river")
 
 
 @pytest.mark.parametrize("field,value", [("hidden_size", 0), ("vocab_size", 100), ("behavior_rate", 1.0),

@@ -16,18 +16,11 @@ import warnings
 import numpy as np
 import pytest
 
-from bt_bench.estimator import (
-    CandidateData,
-    Capability,
-    Checkpoint,
-    ConstantScoreError,
-    MissingInputError,
-    Target,
-    fit_estimator,
-    is_cosine_scale,
-    score_estimator,
-)
+from bt_bench.estimator import Capability, Checkpoint, ConstantScoreError, MissingInputError, Target
+from bt_bench.estimator.contract import is_cosine_scale
 from bt_bench.estimator.registry import get_estimator, list_estimators
+from bt_bench.estimator.scoring import fit_estimator, score_estimator
+from bt_bench.estimator.views import CandidateData
 from estimators.controls import AdvantageOnly, Fluency, NormOnly, NormOnlyStep, Oracle, RandomEstimator
 from estimators.gas import GAS, GASFixedTarget
 from estimators.tracin import TracInAdam, TracInCP

@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from bt_bench.estimator import training_target
+from bt_bench.estimator.handover import training_target
 from bt_bench.fixture.reader import Fixture, fixture_config, load_fixture
 from bt_bench.runs.store import IntegrityError
 
@@ -66,7 +66,9 @@ def test_data_of_another_run_is_refused(derived, tmp_path):
 
 def test_fixture_hands_plain_data_and_the_views_build_the_containers(derived):
     """The fixture stage returns plain arrays; bt_bench.estimator builds CandidateData and Targets from them."""
-    from bt_bench.estimator import CandidateData, Target, draw_candidates, training_candidates
+    from bt_bench.estimator import Target
+    from bt_bench.estimator.handover import draw_candidates, training_candidates
+    from bt_bench.estimator.views import CandidateData
     from bt_bench.fixture.reader import DrawData, TrainingData
     from bt_bench.fixture.targets import TARGET_KINDS
     from bt_bench.runs import schema
@@ -121,7 +123,7 @@ def test_checkpoint_thresholds_are_the_checklists():
 def test_placebos_have_the_real_targets_rows_and_norm(derived):
     """Issue 19 item 4: each placebo is built from as many rows as the real in_context target and handed over with
     its entries (so its norm) at every checkpoint (``targets.disguise``), its kind ``in_context``."""
-    from bt_bench.estimator import draw_candidates
+    from bt_bench.estimator.handover import draw_candidates
     from bt_bench.fixture.targets import PLACEBO_KINDS
 
     run, folder = derived

@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 
 from bt_bench.estimator import (
-    TEST_ONLY,
-    CandidateData,
     Candidates,
     Capability,
     CapabilityError,
@@ -19,7 +17,6 @@ from bt_bench.estimator import (
     Estimator,
     EstimatorError,
     InvalidEstimatorError,
-    Labels,
     LabelsRefusedError,
     LevelMismatchError,
     MissingInputError,
@@ -28,11 +25,10 @@ from bt_bench.estimator import (
     ScoreShapeError,
     ScoringFailedError,
     Target,
-    fit_estimator,
-    labels_allowed,
-    score_estimator,
-    validate_estimator,
 )
+from bt_bench.estimator.contract import validate_estimator
+from bt_bench.estimator.scoring import TEST_ONLY, fit_estimator, labels_allowed, score_estimator
+from bt_bench.estimator.views import CandidateData, Labels
 from estimators.controls import Oracle
 
 LABELS = ("is_gt", "has_behavior", "reward", "reward_bonus", "reward_task")
@@ -438,8 +434,8 @@ def test_target_validation(kw, match):
 
 def test_target_kinds_are_the_fixtures():
     """One list of target kinds: the fixture's stored kinds; both placebo kinds are shown as in_context."""
-    from bt_bench.estimator import TARGET_KINDS
     from bt_bench.fixture import targets
+    from bt_bench.fixture.targets import TARGET_KINDS
 
     assert TARGET_KINDS is targets.TARGET_KINDS
     for kind in TARGET_KINDS:

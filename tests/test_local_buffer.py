@@ -12,8 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bt_bench.estimator import CandidateData, Checkpoint, EstimatorError, Target, score_estimator
+from bt_bench.estimator import Checkpoint, EstimatorError, Target
 from bt_bench.estimator.registry import get_estimator
+from bt_bench.estimator.scoring import score_estimator
+from bt_bench.estimator.views import CandidateData
 from estimators.local_buffer import LocalBuffer
 
 

@@ -12,18 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from bt_bench.estimator import (
-    Capability,
-    CapabilityError,
-    MissingInputError,
-    draw_candidates,
-    rollout_batch,
-    rollout_losses,
-    score_estimator,
-    training_candidates,
-    training_target,
-)
+from bt_bench.estimator import Capability, CapabilityError, MissingInputError, rollout_batch, rollout_losses
+from bt_bench.estimator.handover import draw_candidates, training_candidates, training_target
 from bt_bench.estimator.objective import candidate_terms, target_terms_fn
+from bt_bench.estimator.scoring import score_estimator
 from bt_bench.fixture.reader import fixture_config, load_fixture
 from bt_bench.fixture.targets import TARGET_KINDS, is_placebo
 from bt_bench.sketch import Sketcher, completion_logps

@@ -26,7 +26,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bt_bench.estimator import CandidateData, Capability, Checkpoint, Target, score_estimator
+from bt_bench.estimator import Capability, Checkpoint, Target
+from bt_bench.estimator.scoring import score_estimator
+from bt_bench.estimator.views import CandidateData
 from bt_bench.fixture.targets import PLACEBO_KINDS
 
 pytestmark = pytest.mark.slow
@@ -175,7 +177,7 @@ def separation(rows: list[dict], exclude: tuple[str, ...] = ()) -> dict:
 def pairs(shared_cache):
     """[(comparison, unit, real Target, placebo Target, raw stored placebo Target)] over seeds 0-2: the training
     targets (both TracIn checkpoints) and every draw of every chosen checkpoint."""
-    from bt_bench.estimator import draw_candidates, training_target
+    from bt_bench.estimator.handover import draw_candidates, training_target
     from bt_bench.fixture.reader import fixture_config, load_fixture
     from bt_bench.runs.build import fixture_seeds
     from bt_bench.runs.config import make_config

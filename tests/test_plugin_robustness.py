@@ -78,7 +78,8 @@ import pytest
 
 from bt_bench.checklist.base import Thresholds, Verdict
 from bt_bench.checklist.suite import Suite
-from bt_bench.estimator import CandidateData, Checkpoint, Target
+from bt_bench.estimator import Checkpoint, Target
+from bt_bench.estimator.views import CandidateData
 from bt_bench.plugin.glue import cell, run_cell
 
 N = 8

@@ -15,14 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bt_bench.estimator import (
-    CandidateData,
-    Checkpoint,
-    InvalidEstimatorError,
-    LabelsRefusedError,
-    Target,
-    score_estimator,
-)
+from bt_bench.estimator import Checkpoint, InvalidEstimatorError, LabelsRefusedError, Target
 from bt_bench.estimator.registry import (
     GROUP,
     PluginLoadError,
@@ -36,6 +29,8 @@ from bt_bench.estimator.registry import (
     list_estimators,
     provenance,
 )
+from bt_bench.estimator.scoring import score_estimator
+from bt_bench.estimator.views import CandidateData
 from estimators.controls import Oracle
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Benchmarks. ``python -m bt_bench.bench sketch [--json PATH]``;
 ``bench sketch --ladder`` / ``--scale`` (or ``bench ladder`` / ``bench scale``): the size ladder and the scale
-table of the published setting (bt_bench.bench.ladder).
+table of the published setting (bt_bench.bench.ladder, bt_bench.bench.scale).
 
 One model and one batch; interleaved rounds (the order rotates each round) of:
   floor         one batched forward+backward of the same GRPO loss (parameter gradients);

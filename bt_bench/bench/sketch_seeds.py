@@ -54,7 +54,8 @@ def compare(fixture, kind: str = "saturated", draw: int = 0, specs: dict | None 
     from scipy.stats import spearmanr
 
     from bt_bench.checklist.bootstrap import auc_bootstrap, residualized_auc_bootstrap
-    from bt_bench.estimator import draw_candidates, rollout_batch
+    from bt_bench.estimator import rollout_batch
+    from bt_bench.estimator.handover import draw_candidates
     from bt_bench.estimator.objective import candidate_terms, target_terms_fn
     from bt_bench.sketch import Sketcher
 

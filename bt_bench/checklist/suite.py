@@ -59,8 +59,9 @@ class Suite:
         view; draw candidates get an unfitted instance (their checkpoint is not among the fitted ones)."""
         key = (name, fit_seed)
         if key not in self._estimators:
-            from bt_bench.estimator import MissingInputError, fit_estimator, sealed
-            from bt_bench.estimator.errors import CallTimeoutError
+            from bt_bench.estimator import sealed
+            from bt_bench.estimator.errors import CallTimeoutError, MissingInputError
+            from bt_bench.estimator.scoring import fit_estimator
             from bt_bench.runs.store import cache_root
 
             self._raise_if_timed_out(name)
@@ -81,8 +82,8 @@ class Suite:
     def _score(self, key, name, data, target, fit_seed: int | None = None, placebo: bool = False):
         """Scores, cached per session. A declared input the data lacks (``MissingInputError``) leaves the cell
         NOT JUDGED; reading an undeclared one (``CapabilityError``) is an estimator bug: an ERROR."""
-        from bt_bench.estimator import MissingInputError, score_estimator
-        from bt_bench.estimator.errors import CallTimeoutError
+        from bt_bench.estimator.errors import CallTimeoutError, MissingInputError
+        from bt_bench.estimator.scoring import score_estimator
 
         if key not in self._scores:
             self._raise_if_timed_out(name)
@@ -141,7 +142,7 @@ class Suite:
         fx = self.fixtures[i]
         key = ("train", name, i, target_kind)
         if key not in self._scores:
-            from bt_bench.estimator import training_target
+            from bt_bench.estimator.handover import training_target
 
             data, target = self._training_data(i), training_target(fx, target_kind)
             return self._score(key, name, data, target, fit_seed=i, placebo=is_placebo(target_kind))
@@ -151,7 +152,7 @@ class Suite:
         """The training CandidateData of seed ``i``, built once (it copies every array out of the store)."""
         key = ("training_data", i)
         if key not in self._data:
-            from bt_bench.estimator import training_candidates
+            from bt_bench.estimator.handover import training_candidates
 
             self._data[key] = training_candidates(self.fixtures[i])
         return self._data[key]
@@ -191,7 +192,7 @@ class Suite:
         """(CandidateData, {kind: Target}) of draw ``d`` at the ``kind`` checkpoint of seed ``i``, built once."""
         key = ("draw_data", i, kind, d)
         if key not in self._data:
-            from bt_bench.estimator import draw_candidates
+            from bt_bench.estimator.handover import draw_candidates
 
             self._data[key] = draw_candidates(self.fixtures[i], kind, d)
         return self._data[key]

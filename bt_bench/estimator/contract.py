@@ -2,8 +2,8 @@
 
 An estimator maps (candidates, target) to one float per candidate, higher = more responsible. It is any object
 with ``name``, ``capabilities``, ``level`` and ``score`` (structural typing: a third party need not inherit).
-The candidate views are in ``views.py``, the call that scores and validates in ``scoring.py``, the errors in
-``errors.py``; ``bt_bench.estimator`` re-exports every public name.
+The candidate views are in ``views.py``, the call that scores and validates (and the label policy) in
+``scoring.py``, the errors in ``errors.py``; ``bt_bench.estimator`` exports the names a plug-in author needs.
 """
 
 from __future__ import annotations
@@ -39,12 +39,6 @@ class Capability(StrEnum):
 
 LEVELS = ("rollout", "step")
 SOURCES = ("training", "draw")  # training rollouts of the run, or fresh candidates drawn at a checkpoint
-
-# The suite's own test-only controls, by import path: the only estimators that may declare ``labels``. Matched
-# by class identity (``type(est) is <the class at that path>``), never by name and never for a subclass.
-TEST_ONLY: frozenset[str] = frozenset({"estimators.controls:Oracle"})
-# Seed of the one permutation that makes labels uninformative for a placebo target (see ``score_estimator``).
-PLACEBO_SEED = 12345
 
 # sketch key -> (capability that unlocks it, layout). "rows": [M,k]; "per_ckpt": {c: [M,k]};
 # "vector": [M]; "per_step": {step: [k] or scalar}.

@@ -62,8 +62,8 @@ class LabelsRefusedError(EstimatorError):
 
     def __init__(self, estimator: str, where: str = ""):
         super().__init__(estimator, f"{where}declares 'labels'; ground truth is given only to the suite's own "
-                                    "test-only controls (bt_bench.estimator.TEST_ONLY); a real estimator must "
-                                    "not read labels")
+                                    "test-only controls (bt_bench.estimator.scoring.TEST_ONLY); a real "
+                                    "estimator must not read labels")
 
 
 class LevelMismatchError(EstimatorError):

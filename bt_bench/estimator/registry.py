@@ -33,18 +33,9 @@ from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, p
 from pathlib import Path
 from typing import Any
 
-from bt_bench.estimator import (
-    Capability,
-    Estimator,
-    EstimatorError,
-    InvalidEstimatorError,
-    LabelsRefusedError,
-    check_labels,
-    describe,
-    labels_allowed,
-    validate_estimator,
-)
-from bt_bench.estimator.scoring import import_dotted
+from bt_bench.estimator.contract import Capability, Estimator, describe, validate_estimator
+from bt_bench.estimator.errors import EstimatorError, InvalidEstimatorError, LabelsRefusedError
+from bt_bench.estimator.scoring import check_labels, import_dotted, labels_allowed
 
 GROUP = "bt_bench.estimators"
 DOTTED = "(dotted path)"

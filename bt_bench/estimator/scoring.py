@@ -28,14 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from bt_bench.estimator.contract import (
-    PLACEBO_SEED,
-    TEST_ONLY,
-    Capability,
-    Estimator,
-    Target,
-    validate_estimator,
-)
+from bt_bench.estimator.contract import Capability, Estimator, Target, validate_estimator
 from bt_bench.estimator.errors import (
     CallTimeoutError,
     ConstantScoreError,
@@ -48,6 +41,12 @@ from bt_bench.estimator.errors import (
     ScoringFailedError,
 )
 from bt_bench.estimator.views import CandidateData, Labels
+
+# The suite's own test-only controls, by import path: the only estimators that may declare ``labels``. Matched
+# by class identity (``type(est) is <the class at that path>``), never by name and never for a subclass.
+TEST_ONLY: frozenset[str] = frozenset({"estimators.controls:Oracle"})
+# Seed of the one permutation that makes labels uninformative for a placebo target (see ``score_estimator``).
+PLACEBO_SEED = 12345
 
 
 def import_dotted(path: str) -> Any:

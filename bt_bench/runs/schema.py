@@ -2,9 +2,9 @@
 
 One table, read by everyone who touches rollouts: the recorder writes exactly these columns with these dtypes
 (``bt_bench.runs.recorder.Recorder.columns``), the fixture reads them (training rows, draw rows), and the candidate
-views (``bt_bench.estimator.CandidateData``) sort a row table into what an estimator sees and what stays behind
-the label wall. A column not listed here is refused by ``CandidateData``, so nothing label-like reaches a view
-under a new name.
+views (``bt_bench.estimator.views.CandidateData``) sort a row table into what an estimator sees and what stays
+behind the label wall. A column not listed here is refused by ``CandidateData``, so nothing label-like reaches a
+view under a new name.
 
 Roles
 - ``visible``: handed to estimators as row fields of ``Candidates`` (tokens, grouping, advantage ...);

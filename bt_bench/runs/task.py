@@ -42,9 +42,9 @@ class Task:
             from bt_bench.runs import toy
 
             return toy.make_prompt(rng, trigger, self.trigger), ""
-        from bt_bench.runs import bpe
+        from bt_bench.runs import bpe_language
 
-        content, topic = bpe.user_message(rng, trigger, self.trigger)
+        content, topic = bpe_language.user_message(rng, trigger, self.trigger)
         return [{"role": "user", "content": content}], topic
 
     def render(self, tok, prompt) -> str:
@@ -70,9 +70,9 @@ class Task:
                 return False
             words = tok.convert_ids_to_tokens(ids[: ids.index(tok.eos_token_id)])
             return toy.is_sentence(words, neutral=self.neutral or tuple(self.behavior.split()))
-        from bt_bench.runs import bpe
+        from bt_bench.runs import bpe_language
 
-        return bpe.mentions_topic(text, topic)
+        return bpe_language.mentions_topic(text, topic)
 
     def held_out(self, n: int, seed: int, trigger: bool) -> tuple[list, list[str]]:
         """``n`` held-out prompts (and their topics) from a seeded stream disjoint from training prompts."""

@@ -1,4 +1,5 @@
-"""Per-rollout gradient sketches (issue 3): loss terms, hooks, projections, reference path.
+"""Per-rollout gradient sketches: loss terms, hooks, projections, reference path (a leaf library: it imports
+nothing else of bt_bench, docs/architecture.md).
 
 Front: ``Sketcher(model, spec).sketch(batch, loss_fn) -> np.ndarray [B, k]``; see sketcher.py. The AdamW-
 preconditioned sketch, same map: ``.sketch(batch, loss_fn, precondition=adam_preconditioner(v))``."""

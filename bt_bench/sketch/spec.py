@@ -82,9 +82,11 @@ class SketchSpec:
         return cls(**data)
 
 
-# Presets: total k in the 512-2048 range asked by issue 3. "exact" makes every factor the identity on
-# the tiny model (vocab <= 4096, widths <= 4096): the sketch *is* the flat per-rollout gradient, which
-# the tests use to check hook coverage without JL noise.
+# Presets: total k from 512 to 2048, a trade-off: a JL sketch's inner-product error shrinks as 1/sqrt(k), while
+# its store grows as 4k bytes per rollout and checkpoint (2-8 KiB here; at k = 1024 the sketches of the published
+# 16,000-rollout run at all 37 saved checkpoints take 2.4 GB, docs/scaling.md). "exact" makes every factor the
+# identity on the tiny model (vocab <= 4096, widths <= 4096): the sketch *is* the flat per-rollout gradient,
+# which the tests use to check hook coverage without JL noise.
 PRESETS: dict[str, SketchSpec] = {
     "small": SketchSpec(k_in=8, k_out=8, k_vocab=32, k_small=128, k=512),
     "default": SketchSpec(),

@@ -82,7 +82,7 @@ def cell(suite, est: str, i: int, draws: int) -> tuple[Verdict, dict]:
     scores against in_context, placebo and constructed targets. Bootstrap clusters are prompts: the draws reuse
     the same candidate prompts, so responses to one prompt in different draws are not independent (spec
     "Confidence intervals")."""
-    from bt_bench.estimator import is_cosine_scale
+    from bt_bench.estimator.contract import is_cosine_scale
 
     suite.require_applicable(NAME, est)
     suite.require_draw(i, "saturated")
