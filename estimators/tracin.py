@@ -1,4 +1,4 @@
-"""TracIn family: TracInCP (Pruthi et al. 2020) and its optimizer-aware cosine variant for AdamW.
+"""TracIn family: TracInCP (Pruthi et al. 2020) and LESS (Xia et al. 2024), its cosine form for Adam.
 
 The sketches are of each rollout's update direction -grad(loss_i) (schema.md), so a positive product with the
 target gradient means "this rollout pushed the target up".
