@@ -1,4 +1,4 @@
-"""TracIn family: TracInCP (Pruthi et al. 2020) and its optimizer-aware cosine variant for AdamW.
+"""TracIn family: TracInCP (Pruthi et al. 2020) and LESS (Xia et al. 2024), its cosine form for Adam.
 
 The sketches are of each rollout's update direction -grad(loss_i) (schema.md), so a positive product with the
 target gradient means "this rollout pushed the target up".
@@ -31,25 +31,44 @@ class TracInCP:
 
 
 class TracInAdam:
-    """Optimizer-aware cosine: score_i = sum_c eta_c * cos(P_c g_target^c, P_c g_i^c), P_c = 1/(sqrt(v_c)+eps).
+    """LESS: score_i = sum_c eta_c * cos(P_c g_i^c, g_target^c), P_c = 1/(sqrt(v_hat_c)+eps); target plain.
 
-    v_c is AdamW's second moment at checkpoint c (GRPO trains with AdamW, whose step is g/sqrt(v), not g).
-    LESS (Xia et al., ICML 2024) sums eta_c-weighted cosines with the Adam-preconditioned training
-    gradient; TrackStar (Chang et al., ICLR 2025) unit-normalizes after dividing both sides by sqrt(v).
-    The division cannot happen after a random projection, so this estimator reads *preconditioned* sketches
-    (``optimizer_state``): derive sketches g/(sqrt(v_c)+eps) per candidate with the run's own sketch, v_c the
-    bias-corrected second moment saved with checkpoint c (AdamW's own denominator; eps 1e-8;
-    ``bt_bench.sketch.precondition``), and puts the same of each target into ``Target.preconditioned``. With ``precondition_target=False`` the target is the plain gradient
-    (LESS's asymmetric form). A zero gradient scores 0. No token-level support: the sketcher provides no
-    token-restricted preconditioned sketches.
+    Xia et al., "LESS: Selecting Influential Data for Targeted Instruction Tuning", ICML 2024 (arXiv
+    2402.04333), section 3.1 "Extension to Adam": Inf_Adam(z, z') = sum_i eta_bar_i cos(grad l(z'; theta_i),
+    Gamma(z, theta_i)), Gamma = m_{t+1} / (sqrt(v_{t+1}) + eps) the training example's Adam update direction,
+    against the target's *plain* gradient. Their code (github.com/princeton-nlp/LESS) agrees: training
+    gradients are collected with ``--gradient_type adam`` (less/data_selection/collect_grad_reps.py,
+    ``obtain_gradients_with_adam``), validation ones always with ``sgd``
+    (less/scripts/get_info/grad/get_eval_lora_grads.sh: "for validation data, we should always get gradients
+    with sgd"), each projected, then unit-normalised (``merge_and_normalize_info``), and
+    less/data_selection/matching.py sums the checkpoints' products weighted by each epoch's average learning
+    rate, renormalised to sum 1 (a positive scale: no ranking changes). Until issue 21 this estimator
+    preconditioned the target too; ``precondition_target=True`` keeps that symmetric form (TrackStar's
+    second-moment correction of both sides, Chang et al. ICLR 2025, without its curvature term).
+
+    What the fixture can give, hence the approximations (docs/estimators.md, "tracin_adam"):
+    - Gamma from the checkpoint's v alone. LESS first takes one Adam step on the example, m = b1 m_prev +
+      (1-b1) g and v = b2 v_prev + (1-b2) g^2. The runs save AdamW's exp_avg_sq (v_c) but not exp_avg, so
+      the b1 m_prev term is dropped, and v_c stands for the updated v (exact where (1-b2) g^2 is small beside
+      b2 v_c; a rollout's gradient is one term of its step's loss). What is left,
+      (1-b1)/(1-b1^t) g / (sqrt(v_hat_c)+eps), is the sketch derive stores up to that positive scalar, which
+      a cosine ignores.
+    - eps as AdamW and the paper place it, sqrt(v_hat) + 1e-8 with v bias-corrected; LESS's code computes
+      m / sqrt(v + 1e-8) without bias correction, which floors the denominator at 1e-4.
+    - eta_c is the learning rate at checkpoint c (``Checkpoint.lr``), not the average over the steps before
+      it: the per-step learning rate is kept from estimators (its schedule marks the planting window).
+    - the target is one vector per checkpoint, the gradient of the *mean* over the target's rows; LESS
+      averages the cosines of its validation examples one by one (and takes the max over subtasks).
+    A zero gradient scores 0. No token-level support: the sketcher provides no token-restricted preconditioned
+    sketches.
     """
 
     name = "tracin_adam"
-    description = "LESS/TrackStar: sum_c eta_c cos of g / (sqrt(v_c) + eps) (AdamW-preconditioned)"
+    description = "LESS (Xia+ 2024): sum_c eta_c cos(g_i / (sqrt(v_c) + eps), g_target^c), plain target"
     capabilities = frozenset({Capability.OPTIMIZER_STATE})
     level = "rollout"
 
-    def __init__(self, precondition_target: bool = True):
+    def __init__(self, precondition_target: bool = False):
         self.precondition_target = bool(precondition_target)
 
     def score(self, candidates: Candidates, target: Target) -> np.ndarray:

@@ -130,17 +130,20 @@ def test_trak_matches_a_direct_solve(m, k):
 
 def test_tracin_adam_hand_computed():
     # preconditioned sketches  c0: r0 (1,1) r1 (0,2)   c2: r0 (0,3) r1 (1,1);  weights eta_c = 0.1, 0.05
+    # LESS (plain target (1,0) at c0, (0,1) at c2): r0 = 0.1/sqrt(2) + 0.05;  r1 = 0 + 0.05/sqrt(2)
+    np.testing.assert_allclose(run(TracInAdam()), [0.1 / math.sqrt(2) + 0.05, 0.05 / math.sqrt(2), 0])
     # symmetric (preconditioned target (0,1) at both): r0 = 0.1/sqrt(2) + 0.05;  r1 = 0.1 + 0.05/sqrt(2)
-    np.testing.assert_allclose(run(TracInAdam()), [0.1 / math.sqrt(2) + 0.05, 0.1 + 0.05 / math.sqrt(2), 0])
-    # LESS-style plain target ((1,0) at c0): r0 = 0.1/sqrt(2) + 0.05;  r1 = 0 + 0.05/sqrt(2)
-    np.testing.assert_allclose(run(TracInAdam(precondition_target=False)),
-                               [0.1 / math.sqrt(2) + 0.05, 0.05 / math.sqrt(2), 0])
+    np.testing.assert_allclose(run(TracInAdam(precondition_target=True)),
+                               [0.1 / math.sqrt(2) + 0.05, 0.1 + 0.05 / math.sqrt(2), 0])
 
 
-def test_tracin_adam_needs_preconditioned_target():
+def test_tracin_adam_reads_the_plain_target():
+    """LESS scores against the target's plain gradient (tests/test_less.py): a target without preconditioned
+    vectors suffices; only the symmetric form needs them."""
     plain = Target("sequence", TARGET.vectors)
+    np.testing.assert_allclose(run(TracInAdam(), target=plain), run(TracInAdam()))
     with pytest.raises(MissingInputError, match="tracin_adam.*preconditioned"):
-        run(TracInAdam(), target=plain)
+        run(TracInAdam(precondition_target=True), target=plain)
 
 
 # ----------------------------------------------------------------------------------------------- controls

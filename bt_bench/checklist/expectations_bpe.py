@@ -86,13 +86,15 @@ BPE: dict[str, dict[str, tuple[str, str]]] = {
         "target_dependence": (FAIL, "FAIL 3/3: prec real-placebo +0.000 (lo +0.000), AUC real-placebo +0.00 ("),
         "trigger_token_alignment": (NA, "N/A 3/3: N/A: random declares neither 'token_sketches' nor 'model': it "),
     },
+    # LESS since issue 21 (target plain; estimators/tracin.py), re-measured with --bt-estimator tracin_adam: labels
+    # unchanged; seed 0's gradient-norm pass (lift 5.9) is gone, and draw-to-draw Spearman fell from 0.97 to 0.18
     "tracin_adam": {
-        "advantage_baseline": (FAIL, "FAIL 3/3: vs adv +0.101 (lo -0.010), window +0.255 (lo +0.140); vs adv -"),
-        "fluency_confound": (FAIL, "FAIL 9/9: AUC 0.39 vs fluency 0.91, resid 0.44 (lo 0.37); AUC 0.58 vs fl"),
-        "gradient_norm_baseline": (FAIL, "FAIL 1/3: lift 5.9 vs norm 2.0, window lift 2.62; lift 0.8 vs norm 1.9, "),
-        "headroom": (FAIL, "FAIL 6/9: gain 1.67 (lo 1.43), unsat AUC 0.72 (lo 0.65); gain 1.67 (lo 1"),
-        "seed_draw_variance": (FAIL, "FAIL 1/1: resid 0.50, min lo 0.37, rho 0.97, seed share 0.24"),
-        "target_dependence": (FAIL, "FAIL 1/3: prec real-placebo +0.453 (lo +0.402), AUC real-placebo +0.37 ("),
+        "advantage_baseline": (FAIL, "FAIL 3/3: vs adv -0.213 (lo -0.320), window -0.010 (lo -0.140); vs adv -"),
+        "fluency_confound": (FAIL, "FAIL 9/9: AUC 0.55 vs fluency 0.96, resid 0.56 (lo 0.47); AUC 0.70 vs fl"),
+        "gradient_norm_baseline": (FAIL, "FAIL 3/3: lift 2.1 vs norm 2.0, window lift 1.53; lift 0.9 vs norm 1.9, "),
+        "headroom": (FAIL, "FAIL 7/9: gain -0.03 (lo -0.12), unsat AUC 0.51 (lo 0.45); gain 0.55 (lo"),
+        "seed_draw_variance": (FAIL, "FAIL 1/1: resid 0.57, min lo 0.42, rho 0.18, seed share 0.20"),
+        "target_dependence": (FAIL, "FAIL 2/3: prec real-placebo +0.125 (lo +0.081), AUC real-placebo +0.32 ("),
         "trigger_token_alignment": (NA, "N/A 3/3: N/A: tracin_adam declares neither 'token_sketches' nor 'model'"),
     },
     "tracincp": {
