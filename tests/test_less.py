@@ -23,7 +23,9 @@ import numpy as np
 import pytest
 import torch
 
-from bt_bench.estimator import CandidateData, Checkpoint, Target, score_estimator
+from bt_bench.estimator import Checkpoint, Target
+from bt_bench.estimator.scoring import score_estimator
+from bt_bench.estimator.views import CandidateData
 from bt_bench.estimator.registry import get_estimator
 from bt_bench.sketch import adam_preconditioner
 
