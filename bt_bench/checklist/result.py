@@ -86,7 +86,7 @@ class CellResult:
     def expected_failure(self) -> str | None:
         """The declared reason a built-in fails this check, when it is declared to (pytest's xfail)."""
         e = self.expected or {}
-        return e.get("reason") if e and e.get("label") != "PASS" else None
+        return e.get("reason") if e.get("label") == "FAIL" else None
 
     def unit_dicts(self) -> list[dict]:
         """Every unit as a dict, then one unit (seed None) holding the figures over all units, if any."""
