@@ -7,7 +7,7 @@ since the spec judges it over every seed and draw at once."""
 import pytest
 
 from bt_bench.checklist.registry import CHECKS
-from bt_bench.plugin.glue import cell, per_unit, run_cell
+from bt_bench.plugin.glue import cell, run_cell
 
 SPEC = CHECKS["seed_draw_variance"]
 
@@ -19,5 +19,5 @@ def result(bt_suite, bt_estimator, bt_settings, request):
 
 def test_seed_draw_variance(bt_estimator, result, request):
     verdict, spearman = result
-    run_cell(request, SPEC.name, bt_estimator, verdict, per_unit=per_unit(verdict),
+    run_cell(request, SPEC.name, bt_estimator, verdict,
              series={"draw_spearman": spearman})

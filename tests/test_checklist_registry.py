@@ -14,6 +14,7 @@ import pytest
 
 from bt_bench.checklist import expectations, figures, registry
 from bt_bench.checklist.registry import CHECKS, FIXTURE_CHECKS, get_check, key_figure
+from bt_bench.checklist.result import upgrade_v1
 from bt_bench.checklist.spec import CheckSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,14 +179,20 @@ EXPECTED = ['lift 3.3 vs norm 3.6, window lift 1.15', 'AUC 0.91 vs fluency 0.78,
 
 @pytest.mark.parametrize("i", range(len(CASES)))
 def test_key_figure_identical_to_the_report_before(i):
+    """The verdicts as schema-1 reports recorded them, upgraded to cells (their units split from the metric
+    prefixes): the key figures the report showed before."""
     v = CASES[i]
-    assert key_figure(v) == EXPECTED[i]
+    cell = upgrade_v1({"check": v["check"], "estimator": v["estimator"], "verdict": v})
+    assert key_figure(cell) == EXPECTED[i]
     if v["check"] in CHECKS:
-        assert CHECKS[v["check"]].key_figure(v) == EXPECTED[i]
+        assert CHECKS[v["check"]].key_figure(cell) == EXPECTED[i]
 
 
-def test_units_of_verdict_reads_metric_prefixes():
-    us = figures.units_of_verdict(CASES[0])
-    assert [(u["seed"], u["draw"], u["outcome"]) for u in us] == [(0, None, "pass"), (1, None, "fail")]
-    assert figures.units_of_verdict(CASES[1])[0]["seed"] is None
+def test_upgrade_splits_a_schema_1_verdict_into_units_by_its_metric_prefixes():
+    cell = upgrade_v1({"verdict": CASES[0]})
+    assert [(u["seed"], u["draw"], u["outcome"]) for u in cell["units"]] == [(0, None, "pass"), (1, None, "fail")]
+    assert cell["figures"] == {} and cell["units"][1]["metrics"]["chance"]["value"] == 0.05
+    one = upgrade_v1({"verdict": CASES[1]})  # one unit's verdict, no seed recorded: its figures are over all units
+    assert one["units"] == [] and set(one["figures"]) == {"auc", "fluency_auc", "auc_minus_fluency", "residualized_auc"}
+    assert figures.cell_units(one)[0]["seed"] is None
 

@@ -10,11 +10,17 @@ import json
 import pytest
 
 from bt_bench.checklist import gate
+def _cell(check: str, est: str, outcome: str, reason: str, na: bool = False) -> dict:
+    """A recorded cell (bt_bench.checklist.result.CellResult.to_dict()) without units."""
+    return {"check": check, "estimator": est, "outcome": outcome, "na": na, "reason": reason, "units": [],
+            "figures": {}}
+
+
 def _r(outcome: str, verdict: str | None = None, na: bool = False, check: str = "headroom", est: str = "mine"):
-    m = {"check": check, "estimator": est}
-    if verdict is not None:
-        m["verdict"] = {"check": check, "outcome": verdict, "reason": f"{verdict} here", "na": na, "metrics": {}}
-    return {"nodeid": f"x::{check}[{est}]", "outcome": outcome, "metrics": m}
+    if verdict is None:  # nothing recorded: a crash before the cell recorded anything
+        return {"nodeid": f"x::{check}[{est}]", "outcome": outcome, "metrics": {"check": check, "estimator": est}}
+    return {"nodeid": f"x::{check}[{est}]", "outcome": outcome, "cell": _cell(check, est, verdict, f"{verdict} here",
+                                                                              na)}
 
 
 def test_unit_labels():
@@ -96,8 +102,7 @@ ROLLOUT = {"level": "rollout", "capabilities": ["checkpoint_sketches", "token_sk
 def _full(grid, est: str, drop=()) -> list[dict]:
     """A passing result for every unit of ``est`` in ``grid`` except those in ``drop`` ((check, seed, draw))."""
     return [{"nodeid": f"checks/test_{u.check}.py::{u.test_name}", "outcome": "passed",
-             "metrics": {"check": u.check, "estimator": est, "verdict": {"check": u.check, "outcome": "pass",
-                                                                         "reason": "ok", "metrics": {}}}}
+             "cell": _cell(u.check, est, "pass", "ok")}
             for u in grid.units if u.estimator == est and (u.check, u.seed, u.draw) not in drop]
 
 
@@ -155,7 +160,7 @@ def test_unit_of_reads_the_node_id():
     from bt_bench.checklist.grid import Unit, unit_of
 
     def r(nodeid, est):
-        return {"nodeid": nodeid, "metrics": {"estimator": est}}
+        return {"nodeid": nodeid, "cell": {"estimator": est}}
 
     assert unit_of(r("checks/test_headroom.py::test_headroom[gas-seed2-draw1]", "gas")) == Unit("gas", "headroom", 2, 1)
     assert unit_of(r("c/test_target_dependence.py::test_target_dependence[a-seed1-x-seed0]", "a-seed1-x")) == Unit(
@@ -189,7 +194,7 @@ def test_a_missing_unit_makes_the_check_incomplete_and_fails_the_gate():
     assert not g_line.ok and "fluency_confound INCOMPLETE 1/9 missing" in g_line.line()
 
     # a whole check left out (-k "not fluency_confound"): INCOMPLETE although none of its units ran
-    nok = [r for r in full if r["metrics"]["check"] != "fluency_confound"]
+    nok = [r for r in full if r["cell"]["check"] != "fluency_confound"]
     cs = gate.checks(nok, g.to_dict(g.missing(nok)))
     assert cs[("mine", "fluency_confound")].label == gate.INCOMPLETE
     assert cs[("mine", "fluency_confound")].count == "9/9 missing"
@@ -203,7 +208,7 @@ def test_a_unit_without_a_verdict_or_judged_on_fewer_seeds_is_missing():
 
     g = Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=3)
     crashed = _full(g, "mine")
-    crashed[0] = {**crashed[0], "outcome": "error", "metrics": {}}  # setup crashed before the cell recorded
+    crashed[0] = {"nodeid": crashed[0]["nodeid"], "outcome": "error", "metrics": {}}  # crashed before recording
     (m,) = g.missing(crashed)
     assert m["why"] == "ran without a verdict (error)"
     # --bt-seeds 1: seeds 1 and 2 are not run, and the one all-seeds cell was judged on one seed only
@@ -225,8 +230,8 @@ def test_a_missing_unit_of_a_builtin_deviates_from_its_declared_outcome():
     g = Grid.of({"b": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=3)
     rs = _full(g, "b", drop={("fluency_confound", 2, 1)})
     for r in rs:  # every unit it ran fails, as declared
-        if r["metrics"]["check"] == "fluency_confound":
-            r["outcome"], r["metrics"]["verdict"]["outcome"] = "xfail", "fail"
+        if r["cell"]["check"] == "fluency_confound":
+            r["outcome"], r["cell"]["outcome"] = "xfail", "fail"
     cs = {c: r for (_, c), r in gate.checks(rs, g.to_dict(g.missing(rs))).items()}
     declared = {c: (gate.PASS, "why") for c in cs} | {"fluency_confound": (gate.FAIL, "paper")}
     dev = gate.expectation_gate("b", cs, declared)
@@ -239,7 +244,7 @@ def test_table_shows_incomplete_with_the_count():
     from bt_bench.report.table import format_table
 
     g = Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=3)
-    rs = [r for r in _full(g, "mine", drop={("fluency_confound", 2, 1)}) if r["metrics"]["check"] != "headroom"]
+    rs = [r for r in _full(g, "mine", drop={("fluency_confound", 2, 1)}) if r["cell"]["check"] != "headroom"]
     out = format_table(rs, width=120, completeness=g.to_dict(g.missing(rs)))
     assert "INCOMPLETE 1/9 missing" in out and "ran: PASS 8/8" in out
     assert "INCOMPLETE 9/9 missing" in out and "none ran" in out and "2 INCOMPLETE" in out
@@ -320,7 +325,7 @@ def test_unsupported_units_are_left_out_counted_and_error_above_a_third(pytester
     assert res.ret == 0 and "PASS 2/3, 1 unsupported" in out and "GATE PASS" in out, out
     assert "units that cannot support a verdict" in out and "headroom" in out
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert sorted(gate.unit_label(r) for r in doc["results"] if r["metrics"]["check"] == "headroom") == [
+    assert sorted(gate.unit_label(r) for r in doc["results"] if r.get("cell", {}).get("check") == "headroom") == [
         gate.PASS, gate.PASS, gate.UNSUPPORTED]
     _cells(pytester, {est: {"headroom": ["pass", "unsupported", "unsupported"], "trigger_token_alignment": "pass"}})
     res = pytester.runpytest_subprocess("--bt-estimator", est)
@@ -394,5 +399,5 @@ def test_replayed_evidence_is_gated_by_its_own_cells(tmp_path):
     assert "not a paper gate: prepared data (--bt-evidence)" in p.stdout  # issue 19 item 3
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["not_a_paper_gate"].startswith("prepared data (--bt-evidence)")
-    labels = {gate.unit_label(r) for r in doc["results"] if (r["metrics"].get("verdict") or {}).get("outcome") == "skip"}
+    labels = {gate.unit_label(r) for r in doc["results"] if (r.get("cell") or {}).get("outcome") == "skip"}
     assert labels == {gate.NA}

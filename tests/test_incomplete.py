@@ -203,8 +203,9 @@ def test_a_check_added_by_its_module_and_thin_module_is_judged_reported_and_gate
     (g,) = doc["gates"]
     assert g["line"].startswith(f"{USER}: GATE FAIL: dummy_check FAIL 1/3"), g["line"]
     assert "dummy_check" in out.split("GATE FAIL")[0] and "dummy figure" in out  # the table row and key figure
-    cells = [r for r in doc["results"] if (r.get("metrics") or {}).get("check") == "dummy_check"]
-    assert sorted(r["metrics"]["verdict"]["outcome"] for r in cells) == ["fail", "pass", "pass"]
+    cells = [r["cell"] for r in doc["results"] if (r.get("cell") or {}).get("check") == "dummy_check"]
+    assert sorted(c["outcome"] for c in cells) == ["fail", "pass", "pass"]
+    assert all(c["key_figure"] == "dummy figure" and len(c["units"]) == 1 for c in cells)
     units = {(x["estimator"], x["check"]): x["units"] for x in doc["completeness"]["expected"]}
     assert units[(USER, "dummy_check")] == 3
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "-k", "not (dummy_check and seed1)")

@@ -21,12 +21,12 @@ def unit(check: str, est: str, seed: int, outcome: str, lift: float = 2.0, expec
     """One per-seed result of a gradient_norm_baseline-like check, as the plugin records it."""
     metrics = {"precision": {"value": 0.1 * lift, "ci_low": 0.05 * lift, "ci_high": 0.2 * lift},
                "chance": {"value": 0.1}}
-    m = {"check": check, "estimator": est, "seed": seed,
-         "verdict": {"check": check, "outcome": outcome, "reason": f"seed{seed}: {outcome}", "metrics": metrics}}
+    m = {"check": check, "estimator": est, "info": {"seed": seed}, "outcome": outcome, "reason": f"seed{seed}: {outcome}",
+         "units": [{"seed": seed, "draw": None, "outcome": outcome, "reason": "", "metrics": metrics}], "figures": {}}
     if expected:
         m["expected"] = {"label": expected, "reason": "declared"}
     return {"nodeid": f"checks/test_{check}.py::test_{check}[{est}-seed{seed}]", "outcome": PYTEST[outcome],
-            "reason": None, "metrics": m}
+            "reason": None, "cell": m}
 
 
 def report(cells: dict, *, profile: str = "tiny", torch: str = "2.13.0", argv=("checks", "-n", "2"),
@@ -75,14 +75,14 @@ def test_cells_follow_the_every_seed_rule_with_counts_and_figures():
 def test_key_figure_is_the_mean_over_every_unit():
     rep = report({"a": {GN: ["fail"] * 3}})
     for r, lift in zip(rep["results"], (1.0, 2.0, 6.0)):
-        r["metrics"]["verdict"]["metrics"]["precision"]["value"] = 0.1 * lift
+        r["cell"]["units"][0]["metrics"]["precision"]["value"] = 0.1 * lift
     assert slim_of(rep)["estimators"]["a"]["cells"][GN]["key"] == "lift 3.0"
 
 
 def test_not_applicable_cells_carry_no_figure():
     rep = report({"a": {GN: ["skip"] * 3}})
     for r in rep["results"][:3]:
-        r["metrics"]["verdict"]["na"] = True
+        r["cell"]["na"] = True
     cell = slim_of(rep)["estimators"]["a"]["cells"][GN]
     assert (cell["label"], cell["key"], L.label_text(cell)) == ("N/A", "", "N/A")
 
@@ -90,7 +90,7 @@ def test_not_applicable_cells_carry_no_figure():
 def test_deviation_from_a_declared_outcome_is_shown():
     rep = report({"a": {GN: ["pass"] * 3}})
     for r in rep["results"][:3]:
-        r["metrics"]["expected"] = {"label": "FAIL", "reason": "declared"}
+        r["cell"]["expected"] = {"label": "FAIL", "reason": "declared"}
     cell = slim_of(rep)["estimators"]["a"]["cells"][GN]
     assert L.label_text(cell) == "PASS 3/3 (expected FAIL!)"
     cell["expected"] = "PASS"

@@ -46,8 +46,8 @@ def test_gate_exit_code_and_report(pytester, tmp_path):
     ok.assert_outcomes(passed=1)
     assert ok.ret == 0
     doc = json.loads(report.read_text())
-    assert doc["schema"] == "bt-bench-report/1" and doc["settings"]["estimators"] == ["oracle"]
-    assert doc["results"][0]["metrics"]["verdict"]["outcome"] == "pass"
+    assert doc["schema"] == "bt-bench-report/2" and doc["settings"]["estimators"] == ["oracle"]
+    assert doc["results"][0]["cell"]["outcome"] == "pass"
     # an estimator with no declared expected failure (as any third-party one): a failed check fails the gate
     bad = pytester.runpytest_subprocess("--bt-estimator", "estimators.gas:GAS")
     assert bad.ret == 1
@@ -89,5 +89,5 @@ def test_report_written_once_under_xdist(pytester, tmp_path):
                                         "--bt-report", str(report))
     assert res.ret == 0, res.stdout.str()
     doc = json.loads(report.read_text())
-    assert sorted(r["metrics"]["estimator"] for r in doc["results"]) == ["oracle", "random"]
+    assert sorted(r["cell"]["estimator"] for r in doc["results"]) == ["oracle", "random"]
     assert not list(tmp_path.glob("*.tmp"))

@@ -142,8 +142,8 @@ def left_behind(d) -> list[str]:
 
 def by_cell(doc) -> dict:
     """{(estimator, seed): (pytest outcome, verdict)} of every per-estimator result."""
-    return {(r["metrics"]["estimator"], r["nodeid"].rsplit("-", 1)[1].rstrip("]")): (r["outcome"],
-            r["metrics"]["verdict"]) for r in doc["results"] if r["metrics"].get("estimator")}
+    return {(r["cell"]["estimator"], r["nodeid"].rsplit("-", 1)[1].rstrip("]")): (r["outcome"], r["cell"])
+            for r in doc["results"] if (r.get("cell") or {}).get("estimator")}
 
 
 def test_timeout_is_an_error_naming_the_call_and_others_are_unchanged(cells, tmp_path):
@@ -163,7 +163,7 @@ def test_timeout_is_an_error_naming_the_call_and_others_are_unchanged(cells, tmp
                 in first["reason"]), first["reason"]
         assert "not called again" in second["reason"]
         took = {r["nodeid"].rsplit("-", 1)[1]: r["duration_s"] for r in doc["results"]
-                if r["metrics"].get("estimator") == est}
+                if (r.get("cell") or {}).get("estimator") == est}
         assert took["seed0]"] >= 1.9 and took["seed1]"] < 1.0, took  # the limit is waited out once, not per cell
     out = res.stdout.str()
     assert "bt_plug:Hang: GATE FAIL" in out and "oracle: AS EXPECTED" in out and "bt_plug:Good: GATE PASS" in out
@@ -181,7 +181,7 @@ def test_estimator_error_is_one_line_and_the_traceback_is_in_the_json(cells, tmp
     for tb in ("Traceback", 'raise ValueError("boom-marker went off")', "scoring.py", "glue.py"):
         assert tb not in text, tb
     assert not [ln for ln in out if ln.startswith("E   ")]  # no pytest traceback at all
-    (boom,) = [r for r in doc["results"] if r["metrics"].get("estimator") == "bt_plug:Boom"]
+    (boom,) = [r for r in doc["results"] if (r.get("cell") or {}).get("estimator") == "bt_plug:Boom"]
     assert boom["outcome"] == "error"
     assert 'raise ValueError("boom-marker went off")' in boom["traceback"]  # the estimator's own frame
     assert "ScoringFailedError" in boom["traceback"]

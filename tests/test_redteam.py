@@ -43,7 +43,7 @@ def labels(doc: dict) -> dict[str, str]:
 
 
 def reasons(doc: dict) -> str:
-    return " ".join(json.dumps((r.get("metrics") or {}).get("verdict", {}).get("reason", "")) for r in doc["results"])
+    return " ".join(json.dumps((r.get("cell") or {}).get("reason", "")) for r in doc["results"])
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from test_verdicts import make_candidates, make_run, make_token_level
 
-from bt_bench.checklist.figures import units_of_verdict
+from bt_bench.checklist.figures import cell_units
 from bt_bench.checklist.gate import FIXTURE, cell_of
 from bt_bench.checklist.registry import CHECKS
 from bt_bench.report.cli import main
@@ -26,7 +26,6 @@ from bt_bench.report.html import render_html
 from bt_bench.report.replay import replay_main, replay_settings, results_from_verdicts
 from bt_bench.report.schema import SCHEMA, load_report, write_report
 from bt_bench.report.table import format_table
-from bt_bench.report.units import legacy_units, units
 from bt_bench.checklist.base import Thresholds
 from bt_bench.checklist.evidence_format import (
     DrawEvidence,
@@ -93,7 +92,7 @@ def _run_entry(r: dict, T: int, W: int, every: int) -> dict:
 
 def synthetic_report(n_seeds: int = 3, n_draws: int = 3, n_resamples: int = 200, T: int = 30, W: int = 15
                      ) -> dict:
-    """A report of schema bt-bench-report/1 from synthetic evidence judged by the real verdict code."""
+    """A report of schema bt-bench-report/2 from synthetic evidence judged by the real verdict code."""
     th = Thresholds(n_resamples=n_resamples)
     runs, draws, tokens, stab, entries = [], [], [], [], []
     for s in range(n_seeds):
@@ -120,8 +119,8 @@ def synthetic_report(n_seeds: int = 3, n_draws: int = 3, n_resamples: int = 200,
         why = EXPECTED.get(cell_of(res))
         if why and res["outcome"] in ("failed", "passed"):  # as the plugin records a built-in's declared outcome
             res["outcome"] = "xfail" if res["outcome"] == "failed" else "passed"
-            res["metrics"]["expected"] = {"label": "FAIL", "reason": why}
-            res["metrics"]["expected_failure"] = why
+            res["cell"]["expected"] = {"label": "FAIL", "reason": why}
+            res["cell"]["expected_failure"] = why
     results += [{"nodeid": "checks/test_fixture_planting.py::test_planting_gate_and_trigger_conditional",
                  "outcome": "passed", "duration_s": 0.1, "reason": None,
                  "metrics": {"check": "planting_gate", "key_figure": "final rate trigger 0.97/0.97/0.97"}},
@@ -187,11 +186,12 @@ def test_table_reads_node_ids_and_aggregates_cells():
 
 def test_units_and_key_figure_from_combined_verdict(rep):
     r = next(r for r in rep["results"] if cell_of(r) == ("fluency_confound", "gas"))
-    us = units_of_verdict(r["metrics"]["verdict"])
+    us = cell_units(r["cell"])
     assert sorted((u["seed"], u["draw"]) for u in us) == [(s, d) for s in range(3) for d in range(3)]
     assert all(u["outcome"] in ("pass", "fail") and "residualized_auc" in u["metrics"] for u in us)
+    assert r["cell"]["figures"] == {}  # every figure is a unit's, stored once (in its unit)
     auc = np.mean([u["metrics"]["auc"]["value"] for u in us])
-    key = r["metrics"]["key_figure"]
+    key = r["cell"]["key_figure"]
     assert re.match(rf"AUC {auc:.2f} vs fluency \d\.\d\d, resid \d\.\d\d \(lo \d\.\d\d\)$", key)
 
 
@@ -201,7 +201,7 @@ def test_main_missing_file_exits_2(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema": "other"}))
     assert main([str(bad)]) == 2
-    assert "is not 'bt-bench-report/1'" in capsys.readouterr().err
+    assert "is not 'bt-bench-report/2'" in capsys.readouterr().err
 
 
 def test_main_renders_html_and_pngs(rep, tmp_path, capsys):
@@ -225,8 +225,8 @@ def test_replay_of_vendored_behaviortrace(tmp_path, capsys):
     assert doc["schema"] == SCHEMA and doc["runs"] == [] and doc["thresholds"]["n_resamples"] == 5000
     cell = {cell_of(r): r for r in doc["results"]}
     assert cell[("fluency_confound", "mp_centered")]["outcome"] == "failed"
-    assert units(cell[("fluency_confound", "mp_centered")]["metrics"])[0]["seed"] == 2
-    assert cell[("trigger_token_alignment", "sketch_cosine")]["metrics"]["series"]["in_context"]
+    assert cell_units(cell[("fluency_confound", "mp_centered")]["cell"])[0]["seed"] == 2
+    assert cell[("trigger_token_alignment", "sketch_cosine")]["cell"]["info"]["series"]["in_context"]
     assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") == 2  # AUC, alignment
 
 
@@ -242,9 +242,9 @@ def real_looking(rep: dict) -> dict:
     doc = json.loads(json.dumps(rep))
     runs, keys = doc["runs"], [r["key"] for r in doc["runs"]]
     for r in doc["results"]:
-        if r["metrics"].get("check") == "planting_gate":
+        if r.get("metrics", {}).get("check") == "planting_gate":
             r["metrics"].update(runs=runs, failed_seeds=doc["failed_seeds"], tried=[{"seed": x["seed"]} for x in runs])
-        if r["metrics"].get("check") == "integrity":
+        if r.get("metrics", {}).get("check") == "integrity":
             r["metrics"]["runs"] = keys
     doc["runs"] = keys
     doc["gates"] = [{"estimator": e, "ok": e != "tracincp", "line": f"{e}: GATE {'FAIL' if e == 'tracincp' else 'PASS'}"}
@@ -312,9 +312,8 @@ def wide_report(n_estimators: int = 16) -> dict:
     """A report of many estimators (one result per check and estimator, no plot data)."""
     ests = [f"estimator_{i:02d}_with_a_long_name" for i in range(n_estimators)]
     results = [{"nodeid": f"checks/test_{c}.py::test_{c}[{e}]", "outcome": "passed" if i % 3 else "failed",
-                "metrics": {"check": c, "estimator": e, "key_figure": f"figure {i}",
-                            "verdict": {"check": c, "estimator": e, "outcome": "pass" if i % 3 else "fail",
-                                        "reason": "synthetic", "metrics": {}}}}
+                "cell": {"check": c, "estimator": e, "key_figure": f"figure {i}", "units": [], "figures": {},
+                         "outcome": "pass" if i % 3 else "fail", "reason": "synthetic"}}
                for c in CHECKS for i, e in enumerate(ests)]
     return {"schema": SCHEMA, "exit_status": 1, "settings": {"estimators": ests, "profile": "synthetic"},
             "results": results}
@@ -349,7 +348,7 @@ def test_compare_identical_flipped_and_missing(rep, tmp_path, capsys):
     n, diffs = C.compare_cells(a, b)
     assert diffs == [] and n > 7 * 4  # every unit of every check and estimator, matched by key, not order
     assert C.compare_reports(a, b) == []
-    fixture = next(r for r in b["results"] if r["metrics"].get("check") == "integrity")
+    fixture = next(r for r in b["results"] if r.get("metrics", {}).get("check") == "integrity")
     fixture["outcome"] = "failed"
     assert len(C.compare_reports(a, b)) == 1
     b["results"].remove(fixture)
@@ -370,26 +369,29 @@ def test_compare_reads_structured_units():
         units = [{"seed": s, "draw": 0, "outcome": o, "reason": o, "metrics": {"auc": {"value": 0.6 + s / 10}}}
                  for s, o in enumerate(outcomes)]
         v = {"check": "fluency_confound", "estimator": "mine", "outcome": "fail" if "fail" in outcomes else "pass",
-             "reason": "r", "metrics": {f"seed{u['seed']}/draw0/auc": u["metrics"]["auc"] for u in units},
-             "units": units}
-        return {"results": [{"nodeid": "x", "outcome": "passed", "metrics": {"check": "fluency_confound",
-                                                                            "estimator": "mine", "verdict": v}}]}
+             "reason": "r", "units": units, "figures": {}}
+        return {"results": [{"nodeid": "x", "outcome": "passed", "cell": v}]}
 
     a, b = doc(["pass", "pass", "pass"]), doc(["pass", "fail", "pass"])
-    assert units(a["results"][0]["metrics"])[1] == {"seed": 1, "draw": 0, "outcome": "pass", "reason": "pass",
-                                                      "metrics": {"auc": {"value": 0.7}}}
+    assert cell_units(a["results"][0]["cell"])[1] == {"seed": 1, "draw": 0, "outcome": "pass", "reason": "pass",
+                                                        "metrics": {"auc": {"value": 0.7}}}
     diffs = compare_reports(a, b)
     assert len(diffs) == 1 and "seed 1 draw 0" in diffs[0] and "AUC 0.70" in diffs[0]
 
 
-def test_older_json_with_per_unit_still_renders(tmp_path):
-    """docs/report_example.json predates structured units (``per_unit``, prefixed metric names): the fallback."""
-    doc = load_report(Path(__file__).resolve().parents[1] / "docs" / "report_example.json")
-    assert not any((r["metrics"].get("verdict") or {}).get("units") for r in doc["results"])
+def test_older_json_with_per_unit_is_upgraded_on_load_and_renders(tmp_path):
+    """docs/report_example.json is schema 1 from before structured units (``per_unit``, prefixed metric names):
+    load_report upgrades it once; its cells have their units and the page renders."""
+    path = Path(__file__).resolve().parents[1] / "docs" / "report_example.json"
+    raw = json.loads(path.read_text())
+    assert raw["schema"] == "bt-bench-report/1" and not any(
+        (r.get("metrics") or {}).get("verdict", {}).get("units") for r in raw["results"])
+    doc = load_report(path)
+    assert doc["schema"] == SCHEMA and doc["upgraded_from"] == "bt-bench-report/1"
     page = render_html(doc, tmp_path / "old.html").read_text()
     assert page.count("data:image/png;base64,") == 4
     r = next(r for r in doc["results"] if cell_of(r) == ("fluency_confound", "gas"))
-    assert len(units(r["metrics"])) == 9 and units(r["metrics"]) == legacy_units(r["metrics"])
+    assert len(cell_units(r["cell"])) == 9 and all(u["outcome"] in ("pass", "fail") for u in cell_units(r["cell"]))
 
 
 def test_report_stage_does_not_import_the_plugin():
@@ -430,8 +432,8 @@ def test_html_renders_undefined_variance_shares(rep, tmp_path):
     doc = copy.deepcopy(rep)
     hit = 0
     for r in doc["results"]:
-        v = (r.get("metrics") or {}).get("verdict") or {}
-        for m in [v.get("metrics") or {}] + [u.get("metrics") or {} for u in v.get("units") or []]:
+        v = r.get("cell") or {}
+        for m in [v.get("figures") or {}] + [u.get("metrics") or {} for u in v.get("units") or []]:
             for k in ("variance_share_seed", "variance_share_draw"):
                 if k in m:
                     m[k]["value"] = None
@@ -439,3 +441,29 @@ def test_html_renders_undefined_variance_shares(rep, tmp_path):
     assert hit, "the synthetic report has no variance shares to blank"
     page = render_html(doc, tmp_path / "r.html").read_text()
     assert "alt='auc'" in page
+
+
+def test_a_schema_1_report_is_upgraded_once_on_load_to_the_same_cells():
+    """tests/data/report_v1.json: gas's cells and two self-checks of a real `pytest checks` report written before
+    typed results (schema 1: `metrics.verdict`, every unit's figures twice). On load every cell becomes a `cell`
+    whose recomputed key figure is the one the run printed, whose gate label is the old verdict's, and whose units
+    carry every figure once; the self-checks keep their metrics."""
+    from bt_bench.checklist import gate
+    from bt_bench.checklist.registry import key_figure
+
+    path = Path(__file__).resolve().parent / "data" / "report_v1.json"
+    raw = json.loads(path.read_text())
+    doc = load_report(path)
+    assert raw["schema"] == "bt-bench-report/1" and doc["schema"] == SCHEMA and doc["upgraded_from"] == raw["schema"]
+    cells = [(old, new) for old, new in zip(raw["results"], doc["results"]) if (old.get("metrics") or {}).get("verdict")]
+    assert len(cells) == 31 and all("metrics" not in new for _, new in cells)
+    for old, new in cells:
+        v, c = old["metrics"]["verdict"], new["cell"]
+        assert c["outcome"] == v["outcome"] and c["reason"] == v["reason"] and key_figure(c) == c["key_figure"]
+        assert c["key_figure"] == old["metrics"]["key_figure"] and c["expected"] == old["metrics"]["expected"]
+        unit_names = {k for u in c["units"] for k in u["metrics"]}
+        assert not any("/" in k for k in c["figures"]) and not unit_names & set(c["figures"])  # each figure once
+        assert len(c["units"]) == len(v.get("units") or ()) and (len(c["units"]) != 1 or c["figures"] == {})
+    assert gate.checks(doc["results"])[("gas", "fluency_confound")].label == gate.FAIL  # as the run's gate said
+    assert [r["metrics"]["check"] for r in doc["results"] if "metrics" in r] == ["integrity", "planted_cause"]
+    assert load_report(path)["results"] == doc["results"]  # the upgrade is a function of the file

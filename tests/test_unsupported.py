@@ -20,6 +20,7 @@ from bt_bench.checklist.checks import (
     headroom as hr,
 )
 from bt_bench.checklist.registry import key_figure
+from bt_bench.checklist.result import CellResult
 from bt_bench.report.table import cell_text, format_table
 
 TH = base.Thresholds(n_resamples=1000)
@@ -161,11 +162,11 @@ def test_combine_leaves_unsupported_units_out_up_to_a_third(outcomes, expected):
 
 def _result(outcome: str, seed: int, draw: int, est: str = "mine", expected: str | None = None) -> dict:
     pytest_outcome = {"pass": "passed", "fail": "failed", "unsupported": "skipped", "error": "error"}[outcome]
-    m = {"check": "fluency_confound", "estimator": est, "seed": seed, "draw": draw, "key_figure": outcome,
-         "verdict": {"check": "fluency_confound", "outcome": outcome, "reason": f"{outcome} here", "metrics": {}}}
+    m = {"check": "fluency_confound", "estimator": est, "info": {"seed": seed, "draw": draw}, "key_figure": outcome,
+         "outcome": outcome, "reason": f"{outcome} here", "units": [], "figures": {}}
     if expected:
         m["expected"] = {"label": expected, "reason": "declared"}
-    return {"nodeid": f"x::fluency_confound[{est}-seed{seed}-draw{draw}]", "outcome": pytest_outcome, "metrics": m}
+    return {"nodeid": f"x::fluency_confound[{est}-seed{seed}-draw{draw}]", "outcome": pytest_outcome, "cell": m}
 
 
 def _nine(n_unsupported: int, other: str = "pass", est: str = "mine") -> list[dict]:
@@ -193,7 +194,7 @@ def test_table_shows_and_counts_unsupported_units():
     assert cell_text(_nine(1)) == ("PASS 8/9, 1 unsupported", "pass")
     label, key = cell_text(_nine(4))
     assert label == "ERROR 4/9 unsupported (fixture)" and key == "unsupported"  # described by an unsupported unit
-    rows = [dict(r, metrics={**r["metrics"], "expected": {"label": "PASS", "reason": "declared"}})
+    rows = [dict(r, cell={**r["cell"], "expected": {"label": "PASS", "reason": "declared"}})
             for r in _nine(1, est="oracle")]
     assert cell_text(rows)[0] == "PASS 8/9, 1 unsupported (expected)"
     text = format_table(_nine(1) + _nine(1, "fail", est="random"))
@@ -204,8 +205,7 @@ def test_table_shows_and_counts_unsupported_units():
 
 def test_key_figure_of_an_unsupported_unit_names_the_perfect_ranking():
     c = candidates(gap=0.0, wrong_groups=2)
-    d = fluency(c, "random").to_dict()
-    fig = key_figure(d)
+    fig = key_figure(CellResult.of(fluency(c, "random"), "random").to_dict())
     assert fig.startswith("unsupported: perfect auc_minus_fluency lo +0.000; AUC ")
 
 

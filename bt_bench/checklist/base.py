@@ -22,6 +22,7 @@ verdict's reason say so.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 
@@ -31,7 +32,23 @@ from bt_bench.checklist.bootstrap import DEFAULT_RESAMPLES, BootstrapResult
 from bt_bench.checklist.gate import too_many_unsupported
 from bt_bench.checklist.metrics import as_vector, count_pairs, window_mask
 
-OUTCOMES = ("pass", "fail", "error", "skip", "unsupported")
+class Outcome(str, enum.Enum):
+    """What a verdict, a unit or a cell says (docs/checklist.md, "The gate"), one spelling everywhere: ``pass`` /
+    ``fail`` judge the estimator; ``error``: the fixture cannot support a verdict (or the estimator failed);
+    ``skip``: it cannot take part (N/A by declaration, else NOT JUDGED); ``unsupported``: no ranking can pass this
+    unit. A str, so it compares and serialises as its value."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    SKIP = "skip"
+    UNSUPPORTED = "unsupported"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+OUTCOMES = tuple(o.value for o in Outcome)
 UNDEFINED_NOTE_SHARE = 0.01  # a CI with more undefined resamples than this share is flagged
 
 
@@ -250,8 +267,8 @@ def combine(verdicts: Sequence[Verdict], labels: Sequence[str] | None = None,
         head = head.replace(" one of", f" one ({n_unsupported} unsupported, left out) of")
     reason = f"{head} {len(verdicts)} seed/draw(s): " + "; ".join(
         f"{lab}: {v.outcome}: {v.reason}" for lab, v in zip(labels, verdicts))
-    per_unit = () if units is None else tuple(_unit_entry(u, v) for u, v in zip(units, verdicts))
-    return Verdict(verdicts[0].check, outcome, metrics, reason, verdicts[0].estimator, per_unit)
+    entries = () if units is None else tuple(_unit_entry(u, v) for u, v in zip(units, verdicts))
+    return Verdict(verdicts[0].check, outcome, metrics, reason, verdicts[0].estimator, entries)
 
 
 _RESERVED = ("outcome", "reason", "metrics")

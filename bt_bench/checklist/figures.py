@@ -1,11 +1,10 @@
 """Key figures: the one short string per check that a table cell shows (``lift 4.3 vs norm 4.5; window lift 1.0``),
-computed from a (combined) ``Verdict.to_dict()``: means over seeds/draws and the lowest CI lower bound ('lo').
+computed from a cell (``bt_bench.checklist.result.CellResult.to_dict()``): means over its units and the lowest CI
+lower bound ('lo').
 
-Each check's module gives the parts of its figure from the verdict's units (``CheckSpec.figure_parts``);
-:func:`figure` turns them into the key-figure function, and ``bt_bench.checklist.registry.key_figure`` picks the
-verdict's check. Pure functions over JSON-ready dicts, so the pytest glue, evidence replay and the report share
-them. Units are read back from the metric names :func:`bt_bench.checklist.base.combine` prefixes
-(``seed2/draw1/auc``): :func:`units_of_verdict`.
+Each check's module gives the parts of its figure from the cell's units (``CheckSpec.figure_parts``); :func:`figure`
+turns them into the key-figure function, and ``bt_bench.checklist.registry.key_figure`` picks the cell's check. Pure
+functions over JSON-ready dicts, so the pytest glue, evidence replay and the report share them.
 """
 
 from __future__ import annotations
@@ -15,28 +14,12 @@ import textwrap
 from collections.abc import Callable
 
 
-_UNIT = re.compile(r"^seed(-?\d+)(?:/draw(-?\d+))?/(.+)$")
-
-
-def units_of_verdict(verdict: dict) -> list[dict]:
-    """Split a combined Verdict.to_dict() into units by its metric prefixes; outcomes from its reason."""
-    found: dict[tuple, dict] = {}
-    plain = {}
-    for name, m in (verdict.get("metrics") or {}).items():
-        hit = _UNIT.match(name)
-        if not hit:
-            plain[name] = m
-            continue
-        s, d, rest = int(hit[1]), None if hit[2] is None else int(hit[2]), hit[3]
-        found.setdefault((s, d), {})[rest] = m
-    reason = verdict.get("reason", "")
-    out = []
-    for (s, d), ms in found.items():
-        lab = f"seed{s}" + ("" if d is None else f"/draw{d}")
-        hit = re.search(rf"(?:^|; |: ){re.escape(lab)}: (pass|fail|error|skip|unsupported): ", reason)
-        out.append({"seed": s, "draw": d, "outcome": hit[1] if hit else None, "metrics": ms})
-    if plain:  # an uncombined verdict (one unit) or figures over all units (a check pooled over seeds)
-        out.append({"seed": None, "draw": None, "outcome": verdict.get("outcome"), "metrics": plain})
+def cell_units(cell: dict) -> list[dict]:
+    """A cell's units (``CellResult.to_dict()``), then one unit (seed None) of its figures over all units, if any."""
+    out = [dict(u) for u in cell.get("units") or ()]
+    if cell.get("figures"):
+        out.append({"seed": None, "draw": None, "outcome": cell.get("outcome"), "reason": cell.get("reason", ""),
+                    "metrics": dict(cell["figures"])})
     return out
 
 
@@ -68,14 +51,15 @@ def short_reason(reason: str, n: int = 44) -> str:
 
 
 def figure(parts: Callable[[list[dict]], list[str | None]]) -> Callable[[dict], str]:
-    """A key-figure function (Verdict.to_dict() -> str) from a function of the verdict's units to its parts;
-    with no figure recorded, a skipped or errored verdict shows its shortened reason."""
-    def key(verdict: dict) -> str:
-        text = ", ".join(p for p in parts(units_of_verdict(verdict)) if p)
-        if not text and verdict.get("outcome") in ("skip", "error"):
-            text = short_reason(verdict.get("reason", ""))
-        if verdict.get("outcome") == "unsupported":  # what even a perfect ranking gets, then the estimator's
-            perfect = [f"{k[len('perfect_'):]} lo {m['ci_low']:+.3f}" for k, m in (verdict.get("metrics") or {}).items()
+    """A key-figure function (a cell, ``CellResult.to_dict()`` -> str) from a function of the cell's units to its
+    parts; with no figure recorded, a skipped or errored cell shows its shortened reason."""
+    def key(cell: dict) -> str:
+        us = cell_units(cell)
+        text = ", ".join(p for p in parts(us) if p)
+        if not text and cell.get("outcome") in ("skip", "error"):
+            text = short_reason(cell.get("reason", ""))
+        if cell.get("outcome") == "unsupported":  # what even a perfect ranking gets, then the estimator's
+            perfect = [f"{k[len('perfect_'):]} lo {m['ci_low']:+.3f}" for u in us for k, m in u["metrics"].items()
                        if k.startswith("perfect_") and m.get("ci_low") is not None]
             text = "unsupported: perfect " + (", ".join(perfect) or "ranking fails") + (f"; {text}" if text else "")
         return text

@@ -47,9 +47,8 @@ def too_many_unsupported(n_unsupported: int, n_units: int) -> bool:
 
 
 def unit_label(result: Mapping) -> str:
-    """The label of one recorded result (a pytest report plus its ``bt_bench`` metrics)."""
-    m = result.get("metrics") or {}
-    v = m.get("verdict") or {}
+    """The label of one recorded result (a pytest report plus its ``cell``, ``bt_bench.checklist.result``)."""
+    v = result.get("cell") or {}
     o = v.get("outcome")
     if o == "pass":
         # a passing verdict whose test still failed (e.g. an assertion of the glue) is not a pass
@@ -119,8 +118,7 @@ class CheckResult:
         want = UNSUPPORTED if unsupported_error(self.label, self.units) else self.label
         for r in self.results:
             if unit_label(r) == want:
-                v = (r.get("metrics") or {}).get("verdict") or {}
-                why = v.get("reason") or r.get("reason") or ""
+                why = (r.get("cell") or {}).get("reason") or r.get("reason") or ""
                 return (f"the fixture cannot support this check: {self.count}, more than a third; first: {why}"
                         if want == UNSUPPORTED else why)
         return ""
@@ -143,10 +141,11 @@ def count_text(label: str, units: Iterable[str]) -> str:
 
 
 def cell_of(result: Mapping) -> tuple[str, str]:
-    """(check, estimator) of one result: from ``metrics`` when recorded, else parsed from the node id
-    (``checks/test_<check>.py::test_<check>[<estimator>-seed1-draw2]``); no estimator -> FIXTURE (a self-check).
-    The one answer to "which cell is this record" for the gate, the report's table, plots, HTML and comparison."""
-    m = result.get("metrics") or {}
+    """(check, estimator) of one result: from its ``cell`` (or a self-check's ``metrics``) when recorded, else parsed
+    from the node id (``checks/test_<check>.py::test_<check>[<estimator>-seed1-draw2]``); no estimator -> FIXTURE (a
+    self-check). The one answer to "which cell is this record" for the gate, the report's table, plots, HTML and
+    comparison."""
+    m = result.get("cell") or result.get("metrics") or {}
     test = result.get("nodeid", "").split("::")[-1]
     func, _, param = test.partition("[")
     check = m.get("check") or re.sub(r"^test_", "", func) or "?"
@@ -163,7 +162,7 @@ def checks(results: Iterable[Mapping], completeness: Mapping | None = None) -> d
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in results:
         c, e = cell_of(r)
-        if e == FIXTURE or not (r.get("metrics") or {}).get("verdict"):
+        if e == FIXTURE or not r.get("cell"):
             continue
         groups.setdefault((e, c), []).append(dict(r))
     expected, missing = expected_and_missing(completeness)

@@ -80,7 +80,7 @@ def unit_of(result: Mapping, estimators: Iterable[str] = ()) -> Unit | None:
     """The unit a result is of, from its node id and the estimator it recorded, else the longest of
     ``estimators`` its parameter id starts with (a cell that crashed before recording anything); None for
     anything else: fixture self-checks, replayed evidence."""
-    m = result.get("metrics") or {}
+    m = result.get("cell") or {}
     name = str(result.get("nodeid", "")).split("::")[-1]
     func, _, params = name.partition("[")
     params = params.removesuffix("]")
@@ -148,7 +148,7 @@ class Grid:
             if u is None:
                 continue
             paths.setdefault(u.check, str(r.get("nodeid", "")).split("::")[0])
-            has = bool((r.get("metrics") or {}).get("verdict"))
+            has = bool(r.get("cell"))
             if has or seen.get(u) != "verdict":
                 seen[u] = "verdict" if has else str(r.get("outcome"))
         out = []

@@ -53,11 +53,11 @@ def not_applicable(check: str, estimator: str, level: str, capabilities) -> str 
 _NO_FIGURE = figure(lambda us: [])
 
 
-def key_figure(verdict: dict) -> str:
-    """One short string for a table cell from a (combined) Verdict.to_dict() of any check: means over seeds/draws
+def key_figure(cell: dict) -> str:
+    """One short string for a table cell from a cell of any check (``CellResult.to_dict()``): means over its units
     and the lowest CI lower bound ('lo'), e.g. ``lift 4.3 vs norm 4.5; window lift 1.0``."""
-    spec = CHECKS.get(verdict.get("check"))
-    return spec.key_figure(verdict) if spec else _NO_FIGURE(verdict)
+    spec = CHECKS.get(cell.get("check"))
+    return spec.key_figure(cell) if spec else _NO_FIGURE(cell)
 
 
 def plotted(plot: str) -> list[str]:

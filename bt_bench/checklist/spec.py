@@ -72,9 +72,9 @@ class CheckSpec:
         if bad:
             raise ValueError(f"plots: {bad} unknown; one of {PLOTS}")
 
-    def key_figure(self, verdict: dict) -> str:
-        """The short string a table cell shows, from this check's ``Verdict.to_dict()``."""
-        return figure(self.figure_parts)(verdict)
+    def key_figure(self, cell: dict) -> str:
+        """The short string a table cell shows, from a cell of this check (``CellResult.to_dict()``)."""
+        return figure(self.figure_parts)(cell)
 
     def why_not_applicable(self, estimator: str, level: str, capabilities: Iterable[str]) -> str | None:
         """Why the check cannot take part for an estimator declaring ``level`` and ``capabilities``; None when

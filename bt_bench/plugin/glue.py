@@ -1,5 +1,6 @@
 """The pytest glue of the thin check modules in ``checks/``: compute a cell in a fixture (:func:`cell`), record its
-verdict and turn it into the test's outcome (:func:`run_cell`), attach figures to the test's report (:func:`record`).
+verdict and turn it into the test's outcome (:func:`run_cell`), attach the cell's result to the test's report
+(:func:`record_cell`; a fixture self-check's figures: :func:`record`).
 It is the plugin's because it is pytest's protocol (skip, xfail, ``user_properties``); the checklist stage it calls
 imports no pytest. The thin modules import this module and nothing else of the plugin.
 
@@ -15,9 +16,9 @@ import json
 import pytest
 
 from bt_bench.checklist.base import json_default
-from bt_bench.checklist.registry import key_figure
 
 GLUE_KEY = pytest.StashKey[dict]()  # {"profile": str, "strict": bool}, set by the plugin in pytest_configure
+CELL_KEY = "bt_bench_cell"  # the user_properties key of a cell's result; fixture self-checks record "bt_bench"
 
 
 def _settings(request) -> dict | None:
@@ -36,15 +37,13 @@ def _expected(request, estimator: str, check: str) -> dict | None:
     return None if want is None else {"label": want[0], "reason": want[1]}
 
 
-def run_cell(request, check: str, estimator: str, verdict, *, na: bool = False, **extra) -> None:
+def run_cell(request, check: str, estimator: str, verdict, *, na: bool = False, **info) -> None:
     """Record a cell's verdict (JSON report + table) and turn it into the test outcome. ``na``: a skip verdict is
     N/A (the input can never take part, e.g. replayed evidence that holds nothing for the check), not NOT JUDGED."""
-    d = verdict.to_dict()
-    if na and verdict.outcome == "skip":
-        d["na"] = True
+    from bt_bench.checklist.result import CellResult
+
     exp = _expected(request, estimator, check)
-    record(request, check=check, estimator=estimator, verdict=d, key_figure=key_figure(d), expected=exp,
-           expected_failure=exp["reason"] if exp and exp["label"] != "PASS" else None, **extra)
+    record_cell(request, CellResult.of(verdict, estimator, na=na, expected=exp, **info))
     if verdict.outcome == "skip":
         pytest.skip(verdict.reason)
     if verdict.outcome == "unsupported":  # no ranking can pass this unit: neither a pass nor a fail; the gate
@@ -64,6 +63,8 @@ def cell(request, check: str, estimator: str, fn, *args, **kwargs):
     """Compute a cell in a fixture (setup phase): a capability gap skips it with its reason; an estimator error or
     a fixture that cannot support the check propagates, so pytest reports an ERROR of that cell, not a crash of
     the session, and the table shows it with its reason."""
+    from bt_bench.checklist.base import Verdict
+    from bt_bench.checklist.result import CellResult
     from bt_bench.checklist.suite import FixtureUnsupported, NotApplicable, SkipCell
     from bt_bench.estimator import EstimatorError
 
@@ -72,27 +73,24 @@ def cell(request, check: str, estimator: str, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except SkipCell as e:  # N/A by declaration, or NOT JUDGED at run time (which fails the gate)
         na = isinstance(e, NotApplicable)
-        record(request, check=check, estimator=estimator, key_figure=("N/A: " if na else "not judged: ") + str(e)[:60],
-               expected=exp, verdict={"check": check, "estimator": estimator, "outcome": "skip", "na": na,
-                                      "reason": str(e), "metrics": {}})
+        record_cell(request, CellResult.of(Verdict(check, "skip", {}, str(e), estimator), na=na, expected=exp,
+                                      key_figure=("N/A: " if na else "not judged: ") + str(e)[:60]))
         pytest.skip(("N/A: " if na else "NOT JUDGED (fails the gate): ") + str(e))
     except (FixtureUnsupported, EstimatorError) as e:
-        record(request, check=check, estimator=estimator, key_figure=type(e).__name__, expected=exp,
-               verdict={"check": check, "estimator": estimator, "outcome": "error", "reason": str(e), "metrics": {}})
+        record_cell(request, CellResult.of(Verdict(check, "error", {}, str(e), estimator), expected=exp,
+                                      key_figure=type(e).__name__))
         raise
 
 
+def record_cell(request, result) -> None:
+    """Attach a cell's result (``bt_bench.checklist.result.CellResult``) to the current test's report, serialised
+    once; it travels from an xdist worker to the controller and into the JSON report as the result's ``cell``."""
+    request.node.user_properties.append((CELL_KEY, json.dumps(result.to_dict(), default=json_default)))
+
+
 def record(request, **metrics) -> None:
-    """Attach metrics to the current test's report (they travel from xdist workers to the controller)."""
+    """Attach a fixture self-check's figures to the current test's report (the result's ``metrics``)."""
     request.node.user_properties.append(("bt_bench", json.dumps(metrics, default=json_default)))
 
 
-def per_unit(verdict) -> list[dict]:
-    """``metrics.per_unit`` of the JSON report (schema bt-bench-report/1), as readers of that schema expect it:
-    ``[{seed, draw, verdict: {check, outcome, reason, metrics}}]``, from the verdict's units."""
-    return [{"seed": u.get("seed"), "draw": u.get("draw"),
-             "verdict": {"check": verdict.check, "outcome": u["outcome"], "reason": u["reason"],
-                         "metrics": u["metrics"]}} for u in verdict.units]
-
-
-__all__ = ["GLUE_KEY", "cell", "per_unit", "record", "run_cell"]
+__all__ = ["CELL_KEY", "GLUE_KEY", "cell", "record", "record_cell", "run_cell"]

@@ -9,7 +9,7 @@
   ``--tb=long``/``--tb=native``.
 - Worker crashes (pytest-xdist): xdist reports the test a dead worker was running as failed (``when="???"``) and
   starts a new worker. The session turns that report into an ERROR cell of the estimator and check
-  (:func:`crash_metrics`), and the estimator is listed in a small file that every worker reads before a cell, so its
+  (:func:`crash_record`), and the estimator is listed in a small file that every worker reads before a cell, so its
   remaining cells are ERRORs at once instead of one more crash each (xdist gives up after 4 restarts per worker and
   the rest of the run would be lost).
 """
@@ -44,15 +44,22 @@ def cell_of_nodeid(nodeid: str, estimators) -> tuple[str, str | None]:
     return check_of_name(name), (max(fits, key=len) if fits else None)
 
 
-def crash_metrics(nodeid: str, message: str, estimators) -> dict:
-    """The ``bt_bench`` metrics of a test whose xdist worker crashed: an ERROR cell of its estimator and check."""
+def crash_record(nodeid: str, message: str, estimators) -> dict:
+    """What a result records for a test whose xdist worker crashed: an ERROR ``cell`` of its estimator and check, or
+    for a fixture self-check its ``metrics``."""
     check, est = cell_of_nodeid(nodeid, estimators)
     reason = (f"{message}: the worker process died (os._exit, a segfault, out of memory) and was replaced; "
               "the cell has no result")
     if est is None:  # not a per-estimator cell (a fixture self-check): an error of the fixture, as its own cells
-        return {"check": check, "key_figure": "worker crashed"}
-    return {"check": check, "estimator": est, "key_figure": "worker crashed",
-            "verdict": {"check": check, "estimator": est, "outcome": "error", "reason": reason, "metrics": {}}}
+        return {"metrics": {"check": check, "key_figure": "worker crashed"}}
+    return {"cell": _error_cell(check, est, reason)}
+
+
+def _error_cell(check: str, est: str, reason: str) -> dict:
+    from bt_bench.checklist.base import Verdict
+    from bt_bench.checklist.result import CellResult
+
+    return CellResult.of(Verdict(check, "error", {}, reason, est), key_figure="worker crashed").to_dict()
 
 
 def _is_cell_error(exc: BaseException) -> bool:
@@ -173,7 +180,7 @@ class Robustness:
         err = WorkerCrashedError(est, f"crashed a pytest-xdist worker in {where} (os._exit or a segfault in its "
                                       "code); its remaining cells are not run")
         check = check_of_name(item.name)
-        item.user_properties.append(("bt_bench", json.dumps({
-            "check": check, "estimator": est, "key_figure": "worker crashed",
-            "verdict": {"check": check, "estimator": est, "outcome": "error", "reason": str(err), "metrics": {}}})))
+        from bt_bench.plugin.glue import CELL_KEY
+
+        item.user_properties.append((CELL_KEY, json.dumps(_error_cell(check, est, str(err)))))
         raise err

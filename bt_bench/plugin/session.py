@@ -32,31 +32,35 @@ class BtSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from bt_bench.plugin import robust
 
+        from bt_bench.plugin.glue import CELL_KEY
+
         if not self.worker and report.when == robust.CRASHED:  # xdist: the worker died while running this test
             msg = str(report.longrepr)
             self.results.append({"nodeid": report.nodeid, "outcome": "error", "duration_s": None, "reason": msg,
-                                 "metrics": robust.crash_metrics(report.nodeid, msg, self._estimators()),
-                                 "traceback": msg})
+                                 **robust.crash_record(report.nodeid, msg, self._estimators()), "traceback": msg})
             return
         if self.worker or (report.when != "call" and not (report.when == "setup" and report.outcome != "passed")):
             return
         metrics: dict = {}
-        tb = None
+        cell, tb = None, None
         for k, v in report.user_properties:
-            if k == "bt_bench":
+            if k == CELL_KEY:  # a check's cell: serialised once by the glue (CellResult.to_dict), passed on as is
+                cell = json.loads(v)
+            elif k == "bt_bench":  # a fixture self-check's figures
                 metrics.update(json.loads(v))
             elif k == robust.TRACEBACK_KEY:  # the terminal showed one line (robust.one_line); the JSON keeps all
                 tb = v
-        if not metrics and report.outcome == "skipped":  # e.g. a module with an empty parameter set
+        if cell is None and not metrics and report.outcome == "skipped":  # e.g. an empty parameter set
             return
         outcome = report.outcome
-        if metrics.get("verdict", {}).get("outcome") == "error":
+        if cell is not None and cell["outcome"] == "error":
             outcome = "error"  # the estimator or the fixture could not support a verdict
         elif hasattr(report, "wasxfail"):
             outcome = "xpass" if report.passed else "xfail"
         elif report.when == "setup" and report.failed:
             outcome = "error"
-        self.results.append({"nodeid": report.nodeid, "outcome": outcome, "metrics": metrics,
+        self.results.append({"nodeid": report.nodeid, "outcome": outcome,
+                             **({"cell": cell} if cell is not None else {"metrics": metrics}),
                              "duration_s": round(report.duration, 3),
                              "reason": (str(report.longrepr)[-400:] if report.skipped else None), "traceback": tb})
 
@@ -150,7 +154,7 @@ class BtSession:
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
         if self.worker:
             return
-        rows = [r for r in self.results if r["metrics"]]
+        rows = [r for r in self.results if r.get("cell") or r.get("metrics")]
         if not rows and not self.gates:
             return
         from bt_bench.checklist.expectations import has_snapshot

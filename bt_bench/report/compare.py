@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from .schema import load_report
 from bt_bench.checklist.gate import cell_of
+from bt_bench.checklist.figures import cell_units
 from bt_bench.checklist.registry import key_figure
 
-from .units import units
 
 
 def _show(x) -> str:
@@ -31,15 +31,15 @@ def report_cells(report: dict) -> dict[tuple, list[tuple[str, str]]]:
     results = [r for r in report.get("results") or [] if isinstance(r, dict)]
     for r in results:
         c, e = cell_of(r)
-        m = r.get("metrics") or {}
-        v = m.get("verdict") or {}
+        v = r.get("cell")
         if not v:
+            m = r.get("metrics") or {}
             key = (c, e, _show(m.get("seed")), _show(m.get("draw")))
             out.setdefault(key, []).append((str(r.get("outcome")), str(m.get("key_figure") or "")))
             continue
-        for u in units(m):
+        for u in cell_units(v):
             one = {"check": v.get("check", c), "estimator": e, "outcome": u.get("outcome"),
-                   "reason": u.get("reason") or "", "metrics": u.get("metrics") or {}}
+                   "reason": u.get("reason") or "", "units": [u]}
             out.setdefault((c, e, _show(u.get("seed")), _show(u.get("draw"))), []).append(
                 (str(u.get("outcome")), key_figure(one)))
     return {k: sorted(v) for k, v in out.items()}

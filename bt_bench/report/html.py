@@ -1,6 +1,6 @@
 """The pages: :func:`render_html` (one self-contained page, plots embedded as base64 PNG) and
 :func:`render_markdown` (``report.md`` with the plots as PNG files beside it), from a JSON report of schema
-``bt-bench-report/1``.  Both read the report through ``schema.normalized``: the page of a ``pytest -n 2`` run does
+``bt-bench-report/2`` (older ones are upgraded on load).  Both read the report through ``schema.normalized``: the page of a ``pytest -n 2`` run does
 not depend on the order its results arrived in.  The outcome matrix has at most one column per check: with more
 estimators than checks it is transposed (one row per estimator), so it never scrolls sideways.
 """
@@ -57,8 +57,8 @@ def _matrix_html(results: list[dict], order=(), completeness: dict | None = None
             label, key = cell_text(cells[(c, e)], gap.get((c, e)))
             outcome = cell_label(cells[(c, e)], gap.get((c, e)))
             worst = _cell_outcome(cells[(c, e)])[1] if cells[(c, e)] else {}
-            m = worst.get("metrics") or {}
-            tip = m.get("expected_failure") or (m.get("verdict") or {}).get("reason") or worst.get("reason") or ""
+            m = worst.get("cell") or {}
+            tip = m.get("expected_failure") or m.get("reason") or worst.get("reason") or ""
             if outcome == "INCOMPLETE":
                 tip = "units of the expected grid that did not run: see completeness.missing"
             tds += (f"<td style='background:{COLORS.get(outcome, '#fff')}' title='{_esc(tip)}'><b>{_esc(label)}</b>"
@@ -72,12 +72,12 @@ def _reasons_html(results: list[dict]) -> str:
     items = []
     for r in results:
         c, e = cell_of(r)
-        m = r.get("metrics") or {}
+        m = r.get("cell") or {}
         why = m.get("expected_failure")
-        text = (m.get("verdict") or {}).get("reason") or r.get("reason") or ""
+        text = m.get("reason") or r.get("reason") or ""
         if r["outcome"] == "passed" or not (text or why):
             continue
-        shown = "UNSUPPORTED" if (m.get("verdict") or {}).get("outcome") == "unsupported" else \
+        shown = "UNSUPPORTED" if m.get("outcome") == "unsupported" else \
             LABELS.get(r["outcome"], r["outcome"])  # a unit no ranking can pass: not a plain skip
         items.append(f"<li><b>{_esc(c)} / {_esc(e)}</b> — {_esc(shown)}"
                      + (f" <i>(paper: {_esc(why)})</i>" if why else "") + f"<br><small>{_esc(text)}</small></li>")

@@ -1,5 +1,5 @@
 """The report's plots, each a function ``report -> PNG bytes`` (None without data); :data:`PLOTS` lists them with
-title and caption for the pages.  They read only what the checks record (per-unit verdicts, ``metrics.series``,
+title and caption for the pages.  They read only what the checks record (per-unit verdicts, ``cell.info.series``,
 ``runs``), so a replayed report and a fixture run render through the same code.  Matplotlib is imported lazily
 (Agg backend): the pytest plugin imports the table and must stay light.  A report figure goes here.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .schema import normalized
+from bt_bench.checklist.figures import cell_units
 from bt_bench.checklist.gate import cell_of
 
 from .table import cell_text
-from .units import units
 
 
 def _plt():
@@ -46,14 +46,14 @@ def _grid(n: int, ncols: int = 3, h: float = 3.0):
 
 
 def _results(report: dict, check: str) -> list[dict]:
-    return [r for r in report.get("results", []) if cell_of(r)[0] == check and (r.get("metrics") or {})]
+    return [r for r in report.get("results", []) if cell_of(r)[0] == check and r.get("cell")]
 
 
 def _per_estimator(report: dict, check: str) -> dict[str, list[dict]]:
     """{estimator: units} of one check (units of every result of the cell, e.g. one test per seed)."""
     out: dict[str, list[dict]] = {}
     for r in _results(report, check):
-        out.setdefault(cell_of(r)[1], []).extend(units(r["metrics"]))
+        out.setdefault(cell_of(r)[1], []).extend(cell_units(r["cell"]))
     return out
 
 
@@ -199,7 +199,7 @@ def plot_alignment(report: dict) -> bytes | None:
     targets (the ``series`` of the check that feeds "alignment"), one panel per estimator."""
     per, cells = {}, {}
     for r in _results(report, _fed_by("alignment")):
-        s = {k: v for k, v in (r["metrics"].get("series") or {}).items() if v}
+        s = {k: v for k, v in ((r["cell"].get("info") or {}).get("series") or {}).items() if v}
         if s:
             per.setdefault(cell_of(r)[1], {}).update(s)
             cells.setdefault(cell_of(r)[1], []).append(r)

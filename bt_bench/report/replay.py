@@ -12,19 +12,18 @@ from pathlib import Path
 from .html import write_outputs
 from .schema import SCHEMA, build_report, write_report
 from .table import VERDICT_OUTCOME, format_table
-from bt_bench.checklist.registry import get_check, key_figure
+from bt_bench.checklist.registry import get_check
 
 
 def results_from_verdicts(verdicts, evidence=None) -> list[dict]:
-    """Report results (schema ``results``) from replayed combined verdicts (their per-unit data travels in
-    ``verdict["units"]``); token-level series come from the evidence when given (for the alignment plot)."""
+    """Report results (schema ``results``) from replayed combined verdicts, each a ``cell``
+    (``bt_bench.checklist.result.CellResult``); token-level series come from the evidence when given (for the
+    alignment plot)."""
+    from bt_bench.checklist.result import CellResult
+
     out = []
     for v in verdicts:
-        d = v.to_dict()
-        if v.outcome == "skip":  # the evidence holds nothing this check needs for this estimator: not applicable
-            d["na"] = True
-        metrics = {"check": v.check, "estimator": v.estimator, "key_figure": key_figure(d), "expected_failure": None,
-                   "verdict": d}
+        info = {}
         if evidence is not None and "alignment" in get_check(v.check).plots:  # the token-level scores it drew
             series: dict[str, list[float]] = {}
             for t in evidence.token_level:
@@ -33,9 +32,11 @@ def results_from_verdicts(verdicts, evidence=None) -> list[dict]:
                         if getattr(t, k) is not None:
                             series.setdefault(k, []).extend(float(x) for x in getattr(t, k))
             if series:
-                metrics["series"] = series
+                info["series"] = series
+        # a skip: the evidence holds nothing this check needs for this estimator: not applicable
+        cell = CellResult.of(v, na=True, **info).to_dict()
         out.append({"nodeid": f"replay::{v.check}[{v.estimator}]", "outcome": VERDICT_OUTCOME[v.outcome],
-                    "duration_s": None, "reason": None if v.outcome == "pass" else v.reason, "metrics": metrics})
+                    "duration_s": None, "reason": None if v.outcome == "pass" else v.reason, "cell": cell})
     return out
 
 

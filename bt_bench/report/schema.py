@@ -1,9 +1,15 @@
 """The JSON report: its schema name, the one writer (fixture runs and replays alike) and the loader.
 
-A report of schema ``bt-bench-report/1`` is one JSON object::
+A report of schema ``bt-bench-report/2`` is one JSON object::
 
     schema, exit_status, settings, machine, versions, thresholds, modified_thresholds,
     runs, failed_seeds, tried_seeds, estimators (provenance), gates, results   (+ e.g. source for a replay)
+
+Each result is ``{nodeid, outcome (pytest's), duration_s, reason, traceback}`` plus, for a check's cell, ``cell``
+(``bt_bench.checklist.result.CellResult.to_dict()``: check, estimator, outcome, na, reason, units, figures,
+key_figure, expected, expected_failure, info), or for a fixture self-check its ``metrics``. Schema 1 (before
+2026-12-04) kept a cell as ``metrics.verdict`` with every unit's figures twice; :func:`load_report` upgrades it
+once (:func:`upgrade`).
 
 plus, from ``pytest checks``: ``command_line`` ({argv, args, dir}: the invocation) and ``completeness`` (None when
 the session ran no checklist folder or replayed evidence; else {seeds, draws, ran_seeds, ran_draws, expected:
@@ -32,7 +38,8 @@ from bt_bench.checklist.gate import cell_of
 
 from .table import canonical
 
-SCHEMA = "bt-bench-report/1"
+SCHEMA = "bt-bench-report/2"
+OLDER = ("bt-bench-report/1",)  # read and upgraded on load (upgrade)
 DISTRIBUTIONS = ("bt-bench", "torch", "trl", "transformers", "numpy", "scipy")  # versions written into a report
 RUNS_CHECK = "planting_gate"  # the fixture self-check whose metrics carry runs, failed_seeds and tried_seeds
 
@@ -128,10 +135,26 @@ def load_report(path: str | Path) -> dict:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{p} is not a JSON report ({e})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+    if not isinstance(doc, dict) or doc.get("schema") not in (SCHEMA, *OLDER):
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise ValueError(f"{p}: schema {got!r} is not {SCHEMA!r}")
-    return doc
+    return upgrade(doc)
+
+
+def upgrade(doc: dict) -> dict:
+    """A report of an older schema in this one (a copy; a current report is returned as it is): schema 1's cells
+    (``metrics.verdict``) become ``cell`` (``bt_bench.checklist.result.upgrade_v1``)."""
+    if doc.get("schema") == SCHEMA:
+        return doc
+    from bt_bench.checklist.result import upgrade_v1
+
+    results = []
+    for r in doc.get("results") or []:
+        m = r.get("metrics") if isinstance(r, dict) else None
+        if isinstance(m, dict) and m.get("verdict"):
+            r = {k: v for k, v in r.items() if k != "metrics"} | {"cell": upgrade_v1(m)}
+        results.append(r)
+    return {**doc, "schema": SCHEMA, "upgraded_from": doc.get("schema"), "results": results}
 
 
 def _seed_rank(seed) -> tuple:

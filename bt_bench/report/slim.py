@@ -1,6 +1,6 @@
 """Slim result files: what the leaderboard and the generated docs need of a full JSON report, and nothing else.
 
-A full report (``bt-bench-report/1``, :mod:`.schema`) holds every unit's metrics with CIs, the runs' learning
+A full report (``bt-bench-report/2``, :mod:`.schema`) holds every unit's metrics with CIs, the runs' learning
 curves and every traceback: hundreds of KB to MB.  A slim result file (``bt-bench-results/1``) holds, for one
 fixture (the report's profile, plus the gate seed of fresh fixtures):
 
@@ -27,11 +27,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bt_bench.checklist import gate
-from bt_bench.checklist.figures import short_reason
+from bt_bench.checklist.figures import cell_units, short_reason
 from bt_bench.checklist.registry import key_figure
 
 from .schema import SCHEMA, load_report
-from .units import units
 
 SLIM_SCHEMA = "bt-bench-results/1"
 VERSIONS = ("bt-bench", "torch", "trl", "transformers")  # the versions a page names
@@ -72,24 +71,21 @@ def provenance_of(report: Mapping, source: str, date: str | None) -> dict:
 
 
 def _figure(check: str, rs: list[dict], deciding: dict) -> str:
-    """The key figure of a cell over every unit of its results (a synthetic combined verdict whose metric names
-    carry each unit's seed/draw, as ``bt_bench.checklist.base.combine`` writes them); one result: its own figure."""
-    m = deciding.get("metrics") or {}
-    own = m.get("key_figure") or (key_figure(m["verdict"]) if m.get("verdict") else "")
+    """The key figure of a cell over every unit of its results (one synthetic cell holding all their units); one
+    result: its own figure."""
+    m = deciding.get("cell") or {}
+    own = m.get("key_figure") or (key_figure(m) if m else "")
     if len(rs) > 1:
-        metrics: dict = {}
+        us: list[dict] = []
         for r in rs:
-            for u in units(r.get("metrics") or {}):
+            for u in cell_units(r.get("cell") or {}):
                 if u.get("seed") is None:  # a figure over all units of one result: no unit to name it by
                     return own
-                unit = f"seed{u['seed']}" + ("" if u.get("draw") is None else f"/draw{u['draw']}")
-                metrics.update({f"{unit}/{k}": v for k, v in (u.get("metrics") or {}).items()})
-        outcome = ((deciding.get("metrics") or {}).get("verdict") or {}).get("outcome")
-        combined = key_figure({"check": check, "outcome": outcome, "metrics": metrics})
+                us.append(u)
+        combined = key_figure({"check": check, "outcome": m.get("outcome"), "units": us})
         own = combined or own
     if not own and gate.unit_label(deciding) in (gate.ERROR, gate.NOT_JUDGED):
-        v = m.get("verdict") or {}
-        own = short_reason(v.get("reason") or deciding.get("reason") or "")
+        own = short_reason(m.get("reason") or deciding.get("reason") or "")
     return own
 
 
@@ -102,8 +98,7 @@ def cells_of(report: Mapping) -> dict[str, dict[str, dict]]:
         want = gate.UNSUPPORTED if gate.unsupported_error(cr.label, cr.units) else cr.label
         rs = [dict(r) for r in cr.results]
         deciding = next((r for r in rs if gate.unit_label(r) == want), rs[0] if rs else {})
-        exp = next(((r.get("metrics") or {}).get("expected") for r in rs if (r.get("metrics") or {}).get("expected")),
-                   None)
+        exp = next(((r.get("cell") or {}).get("expected") for r in rs if (r.get("cell") or {}).get("expected")), None)
         key = cr.ran if cr.label == gate.INCOMPLETE else (_figure(check, rs, deciding) if rs else "")
         key = "" if cr.label == gate.NA else key  # excluded by the estimator's declaration: the label says it
         out.setdefault(est, {})[check] = {"label": cr.label, "count": cr.count if rs or cr.missing else "",

@@ -28,9 +28,9 @@ GATE_ORDER = ("INCOMPLETE", "FAIL", "ERROR", "NOT JUDGED", "PASS", "N/A")
 
 
 def _label(result: dict) -> str:
-    """The gate label of one result; a fixture self-check (no verdict) by its pytest outcome."""
+    """The gate label of one result; a fixture self-check (no cell) by its pytest outcome."""
     from bt_bench.checklist import gate
-    if not (result.get("metrics") or {}).get("verdict"):
+    if not result.get("cell"):
         return {"passed": "PASS", "failed": "FAIL", "skipped": "NOT JUDGED"}.get(result.get("outcome"), "ERROR")
     return gate.unit_label(result)
 
@@ -66,7 +66,7 @@ def canonical(results: Iterable[dict], order: Sequence[str] = ()) -> list[dict]:
 
     def key(r: dict):
         c, e = cell_of(r)
-        m = r.get("metrics") or {}
+        m = (r.get("cell") or {}).get("info") or {}
         return (_check_rank(c), est(e), _num(m.get("seed")), _num(m.get("draw")), str(r.get("nodeid", "")))
 
     return sorted(results, key=key)
@@ -107,8 +107,8 @@ def cell_text(results: Sequence[dict], gap: tuple[int, int] | None = None) -> tu
     expected) units of an INCOMPLETE cell; its key figure then says what the units that ran show."""
     if gap and gap[0]:
         ran = ("ran: " + cell_text(results)[0].split(" (")[0]) if results else "none ran"
-        exp = next(((r.get("metrics") or {}).get("expected") for r in results
-                    if (r.get("metrics") or {}).get("expected")), None)
+        exp = next(((r.get("cell") or {}).get("expected") for r in results
+                    if (r.get("cell") or {}).get("expected")), None)
         return f"INCOMPLETE {gap[0]}/{gap[1]} missing" + (f" (expected {exp.get('label')}!)" if exp else ""), ran
     from bt_bench.checklist import gate
 
@@ -117,11 +117,11 @@ def cell_text(results: Sequence[dict], gap: tuple[int, int] | None = None) -> tu
     labels = [_label(r) for r in results]
     if len(results) > 1 or gate.UNSUPPORTED in labels:
         label += " " + gate.count_text(outcome, labels)
-    m = worst.get("metrics") or {}
+    m = worst.get("cell") or worst.get("metrics") or {}
     exp = m.get("expected")
     if exp:  # a built-in's declared outcome: say whether the cell matches it
         label += " (expected)" if exp.get("label") == outcome else f" (expected {exp.get('label')}!)"
-    key = m.get("key_figure") or (key_figure(m["verdict"]) if m.get("verdict") else "")
+    key = m.get("key_figure") or (key_figure(m) if worst.get("cell") else "")
     if not key and outcome in ("NOT JUDGED", "N/A", "ERROR") and worst.get("reason"):
         key = short_reason(worst["reason"])
     return label, key
@@ -217,7 +217,7 @@ def _unsupported(cells: dict) -> dict[str, tuple[list[str], set]]:
         for r in rs:
             if e == FIXTURE or _label(r) != gate.UNSUPPORTED:
                 continue
-            m = r.get("metrics") or {}
+            m = (r.get("cell") or {}).get("info") or {}
             unit = "/".join(f"{k}{m[k]}" for k in ("seed", "draw") if m.get(k) is not None) or "?"
             units, ests = out.setdefault(c, ([], set()))
             if unit not in units:
