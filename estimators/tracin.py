@@ -42,7 +42,7 @@ class TracInAdam:
     (less/scripts/get_info/grad/get_eval_lora_grads.sh: "for validation data, we should always get gradients
     with sgd"), each projected, then unit-normalised (``merge_and_normalize_info``), and
     less/data_selection/matching.py sums the checkpoints' products weighted by each epoch's average learning
-    rate, renormalised to sum 1 (a positive scale: no ranking changes). Until issue 21 this estimator
+    rate, renormalised to sum 1 (a positive scale: no ranking changes). Until 2026-12-04 this estimator
     preconditioned the target too; ``precondition_target=True`` keeps that symmetric form (TrackStar's
     second-moment correction of both sides, Chang et al. ICLR 2025, without its curvature term).
 

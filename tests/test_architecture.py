@@ -110,6 +110,15 @@ def test_no_re_export_only_module():
     assert not bad, bad
 
 
+def test_no_comment_cites_an_issue_number():
+    """A reader of the code cannot see the issue tracker: comments and docstrings say the reason instead."""
+    import re
+
+    hits = [f"{p.relative_to(ROOT)}:{i}" for d in ("bt_bench", "estimators", "checks") for p in (ROOT / d).rglob("*.py")
+            for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"(?i)\bissue ?#?\d+", line)]
+    assert not hits, hits
+
+
 def test_no_import_cycle():
     graph = {m: {i for i in imports_of(p, m) if i in dict(modules())} for m, p in modules()}
     state: dict[str, int] = {}

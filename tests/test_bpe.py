@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from bt_bench.runs import bpe, bpe_language
+from bt_bench.runs import bpe, bpe_language, toy
 
 SMALL = bpe.BpeSpec(vocab_size=600, corpus_size=400, warmup_steps=2, warmup_batch=4, curriculum_steps=1,
                     hidden_size=32, intermediate_size=64)
@@ -51,7 +51,7 @@ def test_model_generation_config(built):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(built))
-    model = bpe.load_model(built)
+    model = toy.load_model(built)  # the same loader: a plain HF folder
     gc = model.generation_config
     assert gc.eos_token_id == tok.eos_token_id and gc.pad_token_id == tok.pad_token_id and gc.bos_token_id is None
     assert model.config.tie_word_embeddings and model.config.vocab_size == len(tok)

@@ -148,7 +148,7 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "advantage_baseline": (_F, _ADV + " (precision 0.38 below it)"),
         "target_dependence": (_F, "training precision below the placebo target's on every seed "
                                   "(-0.105/-0.043/-0.043); draw AUC +0.24 to +0.50")},
-    # LESS since issue 21 (the rollout preconditioned, the target plain; estimators/tracin.py), re-measured: the same
+    # LESS since 2026-12-04 (the rollout preconditioned, the target plain; estimators/tracin.py), re-measured: the same
     # labels as the earlier both-sides form, figures within a few hundredths. The below-chance ranking is not the
     # preconditioner's: on seed 0 at checkpoint 50 every gradient score ranks the in-window GT below chance (AUC
     # 0.08 for the plain cosine, LESS and the symmetric form alike; 0.12 for the plain dot product)

@@ -86,7 +86,7 @@ BPE: dict[str, dict[str, tuple[str, str]]] = {
         "target_dependence": (FAIL, "FAIL 3/3: prec real-placebo +0.000 (lo +0.000), AUC real-placebo +0.00 ("),
         "trigger_token_alignment": (NA, "N/A 3/3: N/A: random declares neither 'token_sketches' nor 'model': it "),
     },
-    # LESS since issue 21 (target plain; estimators/tracin.py), re-measured with --bt-estimator tracin_adam: labels
+    # LESS since 2026-12-04 (target plain; estimators/tracin.py), re-measured with --bt-estimator tracin_adam: labels
     # unchanged; seed 0's gradient-norm pass (lift 5.9) is gone, and draw-to-draw Spearman fell from 0.97 to 0.18
     "tracin_adam": {
         "advantage_baseline": (FAIL, "FAIL 3/3: vs adv -0.213 (lo -0.320), window -0.010 (lo -0.140); vs adv -"),

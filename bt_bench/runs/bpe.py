@@ -31,7 +31,6 @@ import random
 from pathlib import Path
 
 from bt_bench.runs import bpe_language as language
-from bt_bench.runs.toy import load_model  # noqa: F401  (same loader: a plain HF folder)
 
 # bump when the language (bpe_language.py), corpus, tokenizer or warm-up code changes (part of the cache key)
 BPE_FORMAT = 1
