@@ -9,6 +9,8 @@ module top.
 - ``robust``: third-party robustness: ``--bt-timeout``, one terminal line per estimator error, xdist worker crashes;
 - ``selection``: the checklist folder a session runs, ``--bt-paper-gate``'s refusal of any test selection, and the
   command line the report records (the expected grid itself is ``bt_bench.checklist.grid``);
+- ``progress``: the progress lines of long work (building, deriving) on the terminal the user watches, also from
+  xdist workers;
 - ``glue``: the pytest side of a cell for the thin modules in ``checks/``: the skip/xfail/assert protocol of a
   verdict and the figures in ``user_properties``. The thin modules import it (``bt_bench.plugin.glue``) and
   nothing else of the plugin.
@@ -48,6 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[GLUE_KEY] = {"profile": None if fresh else s.profile, "strict": s.strict}
     config.pluginmanager.register(BtSession(config, s), "bt_bench_session")
     config.pluginmanager.register(Robustness(config, s), "bt_bench_robustness")
+    from bt_bench.plugin.progress import ProgressRelay
+
+    config.pluginmanager.register(ProgressRelay(config), "bt_bench_progress")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -13,6 +13,7 @@ import numpy as np
 
 from bt_bench.runs import bpe, store, toy
 from bt_bench.runs.config import FIXTURE_FORMAT, RunConfig
+from bt_bench.runs.progress import emit, run_label
 
 
 def toy_model_dir(spec: toy.ToySpec, root: Path, progress: bool = True) -> Path:
@@ -104,10 +105,24 @@ def build_run(cfg: RunConfig, root: str | os.PathLike | None = None, rebuild: bo
     vers = store.versions()
     key = cfg.key(vers)
 
-    def build(tmp: Path) -> None:
-        _train_into(cfg, root, key, vers, tmp, progress)
+    built: list[bool] = []
 
-    return store.load_run(store.publish_once(store.run_dir(root, key), build, rebuild=rebuild))
+    def build(tmp: Path) -> None:
+        emit(f"{run_label(cfg)}: building (not in the cache: {cfg.steps} GRPO steps)")
+        _train_into(cfg, root, key, vers, tmp, progress)
+        built.append(True)
+
+    run = store.load_run(store.publish_once(store.run_dir(root, key), build, rebuild=rebuild))
+    if built:  # this call built it: say what came out (a cached run says nothing)
+        from bt_bench.runs.options import summary_line
+        from bt_bench.runs.realism import run_realism
+
+        emit(summary_line(run) + (f" ({cfg.ablation} re-run)" if cfg.ablation != "none" else ""))
+        if cfg.ablation == "none":  # how hard the fixture is without any estimator (docs/fixtures.md, realism)
+            stats = {k: v for k, v in run_realism(run).items() if isinstance(v, (int, float))}
+            emit(f"{run_label(cfg)}: realism: " + ", ".join(f"{k} {v:.3g}" for k, v in stats.items()))
+    return run
+
 
 
 def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, progress: bool,

@@ -276,6 +276,7 @@ def _capture_class():
             self.eval_trig, self.eval_plain = task.eval_pairs(cfg.eval_prompts)
             self.curve: list[dict] = []
             self.ckpt_steps: list[int] = []
+            self.ticker = None  # progress lines (bt_bench.runs.progress), set by train_planted on rank 0
 
         def _evaluate(self, step, model):
             tr, pl = behavior_rates(model, self.tok, self.task, self.eval_trig, self.eval_plain,
@@ -305,6 +306,8 @@ def _capture_class():
                 self._save(s, model, optimizer)
             if s % cfg.eval_every == 0 or s in (W, T):
                 self._evaluate(s, model)
+            if self.ticker is not None:
+                self.ticker(s)
             if self.bar is not None:
                 self.bar.update(1)
                 if self.curve:
@@ -351,6 +354,10 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
 
         bar = tqdm(total=cfg.steps, desc=f"GRPO seed {cfg.seed}", leave=False, mininterval=1.0)
     capture = _capture_class()(cfg, tok, task, recorder, out_dir / "checkpoints", rank, bar)
+    if rank == 0:
+        from bt_bench.runs.progress import Ticker, run_label
+
+        capture.ticker = Ticker(f"{run_label(cfg)}: GRPO", cfg.steps)
     ratio, W = cfg.lr_after_window / cfg.lr, cfg.window
     trainer = _trainer_class()(
         model=model, reward_funcs=rewards.functions(), args=args, train_dataset=dataset, processing_class=tok,

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bt_bench.runs.progress import Ticker
+
 WARMUP_RAMP = 50  # steps of linear learning-rate ramp before the linear decay
 CLIP_NORM = 1.0
 
@@ -29,6 +31,7 @@ def supervised_warmup(model, next_batch: Callable[[int], tuple[Any, Any, Any]], 
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / WARMUP_RAMP) * max(0.05, 1 - s / max(1, steps)))
     todo = range(steps)
+    ticker = Ticker("base model warm-up (supervised, built once per profile)", steps)
     if progress:
         from tqdm.auto import tqdm
 
@@ -41,6 +44,7 @@ def supervised_warmup(model, next_batch: Callable[[int], tuple[Any, Any, Any]], 
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
+        ticker(step + 1)
 
 
 def save_warm(model, tok, folder: Path, spec_file: str, spec_dict: dict) -> Path:
