@@ -57,7 +57,9 @@ def test_compare_needs_the_exact_reference(fx):
 
 @pytest.mark.parametrize("argv, msg", [(["--sketch-seeds", "0"], "--sketch-seeds"),
                                        (["--draw", "3"], "--draw must be in 0..2"),
-                                       (["--draw", "0", "5"], "got [5]")])
+                                       (["--draw", "0", "5"], "got [5]"),
+                                       (["--spec", "x64"], "--spec: 'x64': expected NAME:FIELD=VALUE"),
+                                       (["--spec", "x:k_in=64,nope=1"], "unknown fields ['nope']")])
 def test_bad_arguments_name_the_option(argv, msg, capsys):
     with pytest.raises(SystemExit) as e:
         sketch_seeds.main(argv)
@@ -96,3 +98,8 @@ def test_compare_reports_each_specs_cost(fx):
     assert rows["small"]["dim"] < rows["exact"]["dim"] and rows["small"]["seconds"] > 0
     out = sketch_seeds.summarize([{"seed": 0, "draw": 0, "rows": list(rows.values())}])
     assert out["default_vs_exact_auc_gap"] is None  # the stored default was not among the specs
+
+
+def test_a_candidate_spec_parses_into_a_sketch_spec():
+    name, spec = sketch_seeds.parse_spec("x64:k_in=64,k_out=64,k_vocab=256,k_small=1024,k=none")
+    assert name == "x64" and (spec.k_in, spec.k_vocab, spec.k) == (64, 256, None) and spec.kind == "factorized"

@@ -1,7 +1,7 @@
 """How much does the sketch move a draw-level verdict? Exact TracIn against sketched TracIn on one draw.
 
 ``bt-bench bench sketch-seeds [--profile tiny] [--seed 0 ...] [--draw 0 ... | --all-draws] [--draws 3]
-[--sketch-seeds 4] [--json PATH]``
+[--sketch-seeds 4] [--spec NAME:FIELD=V,...] [--json PATH]``
 
 On fresh draws at the saturated checkpoint, TracIn's score of candidate i is <g_target, g_i> at that
 checkpoint (``rollout_losses`` of the draw, ``Target.loss`` of the in-context target). The same gradients are
@@ -43,6 +43,24 @@ def default_specs(n_seeds: int) -> dict:
 
     return {"exact": preset("exact"), **{f"default (seed {s})": preset("default", s) for s in range(n_seeds)},
             "large": preset("large"), "first_stage (seed 0)": preset("first_stage"), "dense k=1024": preset("dense")}
+
+
+def parse_spec(text: str) -> tuple[str, object]:
+    """'NAME:field=v,field=v' -> (NAME, SketchSpec) (fields of ``bt_bench.sketch.spec.SketchSpec``; 'none' is None,
+    integers are ints); a ValueError names what is wrong."""
+    from bt_bench.sketch.spec import SketchSpec
+
+    name, sep, body = text.partition(":")
+    if not sep or not name or not body:
+        raise ValueError(f"{text!r}: expected NAME:FIELD=VALUE,... (e.g. x64:k_in=64,k_out=64,k=4096)")
+    fields = {}
+    for item in body.split(","):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"{item!r} in {text!r}: expected FIELD=VALUE")
+        v = value.strip()
+        fields[key.strip()] = None if v.lower() == "none" else int(v) if v.lstrip("-").isdigit() else v
+    return name, SketchSpec.from_dict(fields)
 
 
 def compare(fixture, kind: str = "saturated", draw: int = 0, specs: dict | None = None,
@@ -158,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draws", type=int, default=3, help="draws per checkpoint, as --bt-draws (default 3): "
                     "the derived data of the checklist's own runs")
     ap.add_argument("--sketch-seeds", type=int, default=4, help="seeds of the default sketch to try (default 4)")
+    ap.add_argument("--spec", action="append", default=[], metavar="NAME:FIELD=V,...",
+                    help="score one more sketch as well, e.g. 'x64:k_in=64,k_out=64,k_vocab=256,k_small=1024,k=4096' "
+                    "(SketchSpec fields; repeatable): candidates for the default, measured against exact")
     ap.add_argument("--json", default=None, help="write the rows of every draw (with every score) and the "
                     "agreement table, with default_vs_exact_auc_gap, as JSON here")
     args = ap.parse_args(argv)
@@ -177,12 +198,17 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
+    specs = default_specs(args.sketch_seeds)
+    try:
+        specs.update(parse_spec(text) for text in args.spec)
+    except ValueError as e:
+        ap.error(f"--spec: {e}")
     scored = []
     for seed in args.seed:
         run = build_run(make_config(args.profile, seed=seed), cache_root(), progress=True)
         fx = load_fixture(run, fixture_config(args.profile, args.draws), cache_root())
         for d in draws:
-            rows = compare(fx, "saturated", d, default_specs(args.sketch_seeds))
+            rows = compare(fx, "saturated", d, specs)
             print(f"TracIn on {args.profile} seed {seed}, saturated draw {d}: exact vs sketched", flush=True)
             print(format_rows(rows), flush=True)
             scored.append({"seed": seed, "draw": d, "rows": rows})
