@@ -65,8 +65,11 @@ class ProgressRelay:
 
     def _print(self, line: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None:
-            tr.write_line(f"bt-bench: {line}")
+        if tr is None:
+            return
+        if getattr(tr._tw, "width_of_current_line", 0):  # after xdist's progress dots: a line of its own
+            tr._tw.line()
+        tr.write_line(f"bt-bench: {line}")
 
     def _print_uncaptured(self, line: str) -> None:
         """Without xdist the work runs inside a test's setup, where pytest captures the output: step out of it, as
