@@ -61,3 +61,11 @@ def test_cells_agree_with_the_recorded_gates():
             assert (not off) == bool(g["ok"]), (p.name, name, g["line"], off)
             seen += 1
     assert seen >= 2 * 11, seen  # every built-in on tiny and bpe
+
+
+def test_the_checks_index_is_generated_from_the_registry():
+    from bt_bench.checklist.registry import CHECKS
+
+    text = docgen.checks_index()
+    assert [ln.split("|")[2].strip() for ln in text.splitlines()[2:]] == [f"`{n}`" for n in CHECKS]
+    assert text in (ROOT / "docs" / "checklist.md").read_text()

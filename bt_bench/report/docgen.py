@@ -55,8 +55,21 @@ def _provenance(board: Mapping) -> list[str]:
     return out
 
 
+def checks_index() -> str:
+    """The ``checks-index`` block: one row per check of the registry (``bt_bench.checklist.registry``), in order."""
+    from bt_bench.checklist.registry import CHECKS
+
+    unit = {"seed": "per seed", "seed_draw": "per seed and draw", "all": "over every seed and draw"}
+    rows = ["| # | check | judged | compared with | passes when | thresholds it owns |", "|---|---|---|---|---|---|"]
+    rows += [f"| {s.order} | `{s.name}` | {unit[s.unit]} | {s.reference or '-'} | {s.title} | "
+             f"{', '.join(f'`{t}`' for t in s.thresholds) or '-'} |" for s in CHECKS.values()]
+    return "\n".join(rows) + "\n"
+
+
 def block(boards: Mapping[str, Mapping], name: str) -> str:
     """The text of one generated block (ValueError naming the block when its fixture or kind is unknown)."""
+    if name == "checks-index":
+        return checks_index()
     kind = next((k for k in KINDS if name.endswith("-" + k)), None)
     if kind is None:
         raise ValueError(f"generated block {name!r}: unknown kind (the name ends in one of {', '.join(KINDS)})")
