@@ -19,7 +19,7 @@ from bt_bench.checklist.spec import CheckSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_A_CHECK = {"test_fixture_integrity.py", "test_fixture_planting.py", "test_sketch_fidelity.py",
-               "test_planted_cause.py", "test_evidence_replay.py"}
+               "test_sketch_ranking.py", "test_planted_cause.py", "test_evidence_replay.py"}
 ORDER = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance", "trigger_token_alignment",
          "advantage_baseline", "target_dependence")
 
@@ -36,7 +36,7 @@ def _spec_of_module(path: Path) -> str | None:
 def test_checks_in_checklist_order():
     assert tuple(CHECKS) == ORDER
     assert [s.order for s in CHECKS.values()] == sorted(s.order for s in CHECKS.values())
-    assert FIXTURE_CHECKS == ("planted_cause", "planting_gate", "sketch_fidelity", "integrity")
+    assert FIXTURE_CHECKS == ("planted_cause", "planting_gate", "sketch_fidelity", "sketch_ranking", "integrity")
 
 
 def test_every_check_module_is_one_spec_and_every_spec_one_module():

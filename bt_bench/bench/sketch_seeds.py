@@ -29,10 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-# What "agrees with exact gradients" means for a sketch (docs/checklist.md, sketch fidelity): the median over draws of
-# the Spearman correlation with exact TracIn at least 0.95, and the within-group AUC within 0.03 of exact's on every
-# draw (a gap larger than that moves a draw-level verdict: fluency's AUC margin is of that order on tiny).
-AGREEMENT = {"median_spearman": 0.95, "max_auc_gap": 0.03}
+# The agreement bar, the scorings and their maths are the sketch-ranking self-check's (one definition).
+from bt_bench.fixture.rank_fidelity import AGREEMENT, METHODS, method_scores
+
 STORED = "default (seed 0)"  # the spec the fixtures' sketches are derived with
 
 PROBE = type("SketchSeedProbe", (), {"name": "sketch_seeds", "level": "rollout", "capabilities": frozenset({"model"})})
@@ -101,24 +100,27 @@ def compare(fixture, kind: str = "saturated", draw: int = 0, specs: dict | None 
             sk = Sketcher(model, spec)
             g = np.asarray(sk.sketch(batch, candidate_terms), dtype=np.float64)
             gt = np.asarray(sk.sketch(tbatch, target_terms_fn(defn.loss)), dtype=np.float64).mean(0)
-        scores[name], cost[name] = g @ gt, (time.perf_counter() - t0, g.shape[1])
-    ex = scores["exact"]
-    rows = []
-    for name, s in scores.items():
+        scores[name], cost[name] = method_scores(g, gt), (time.perf_counter() - t0, g.shape[1])
+
+    def figures(s: np.ndarray, ex: np.ndarray) -> dict:
         auc = auc_bootstrap(s, hb, group, n_resamples=n_resamples)
         res = residualized_auc_bootstrap(s, fluency, hb, group, n_resamples=n_resamples)
-        rows.append({"spec": name, "sketch": dataclasses.asdict(specs[name]), "slope": float(s @ ex / (ex @ ex)),
-                     "spearman": float(spearmanr(s, ex)[0]), "auc": auc.estimate, "auc_ci": [auc.ci_low, auc.ci_high],
-                     "residualized_auc": res.estimate, "residualized_ci": [res.ci_low, res.ci_high],
-                     "seconds": cost[name][0], "dim": int(cost[name][1]), "scores": s.tolist()})
-    return rows
+        return {"slope": float(s @ ex / (ex @ ex)), "spearman": float(spearmanr(s, ex)[0]), "auc": auc.estimate,
+                "auc_ci": [auc.ci_low, auc.ci_high], "residualized_auc": res.estimate,
+                "residualized_ci": [res.ci_low, res.ci_high], "scores": s.tolist()}
+
+    ex = scores["exact"]
+    return [{"spec": name, "sketch": dataclasses.asdict(specs[name]), **figures(s["tracin"], ex["tracin"]),
+             "methods": {m: figures(s[m], ex[m]) for m in METHODS if m != "tracin"},
+             "seconds": cost[name][0], "dim": int(cost[name][1])} for name, s in scores.items()]
 
 
 def summarize(draws: list[dict], agreement: dict | None = None) -> dict:
     """Agreement of every spec with exact over the draws scored (``draws``: ``[{seed, draw, rows}]`` as
-    :func:`compare` gives rows): per spec its median and lowest Spearman, its largest within-group AUC gap
-    (``|AUC - AUC(exact)|`` on the same draw), its mean seconds and output size, and whether it meets
-    ``agreement`` (default :data:`AGREEMENT`) on every draw; ``default_vs_exact_auc_gap``: the stored default
+    :func:`compare` gives rows): per spec and scoring (``METHODS``; a row without ``methods`` is TracIn alone) its
+    median and lowest Spearman and its largest within-group AUC gap (``|AUC - AUC(exact)|`` on the same draw); the
+    spec's figures are its worst scoring's, with its mean seconds and output size, and it ``agrees`` when every
+    scoring meets ``agreement`` (default :data:`AGREEMENT`); ``default_vs_exact_auc_gap``: the stored default
     sketch's largest gap (None when it was not scored)."""
     crit = agreement or AGREEMENT
     if not draws:
@@ -129,29 +131,40 @@ def summarize(draws: list[dict], agreement: dict | None = None) -> dict:
         if ex is None:
             raise ValueError(f"draws: seed {d.get('seed')} draw {d.get('draw')} has no 'exact' row")
         for r in d["rows"]:
-            p = per.setdefault(r["spec"], {"spearman": [], "gap": [], "seconds": [], "dim": r.get("dim")})
-            p["spearman"].append(r["spearman"]), p["gap"].append(abs(r["auc"] - ex["auc"]))
+            p = per.setdefault(r["spec"], {"by": {}, "seconds": [], "dim": r.get("dim")})
             p["seconds"].append(r.get("seconds") or 0.0)
+            for m, fig, ref in [("tracin", r, ex), *((m, f, ex["methods"][m]) for m, f in r.get("methods", {}).items())]:
+                b = p["by"].setdefault(m, {"spearman": [], "gap": []})
+                b["spearman"].append(fig["spearman"]), b["gap"].append(abs(fig["auc"] - ref["auc"]))
     table = []
     for name, p in per.items():
-        med, gap = float(np.median(p["spearman"])), float(max(p["gap"]))
-        table.append({"spec": name, "draws": len(p["gap"]), "median_spearman": med,
-                      "min_spearman": float(min(p["spearman"])), "max_auc_gap": gap,
-                      "seconds": float(np.mean(p["seconds"])), "dim": p["dim"],
-                      "agrees": med >= crit["median_spearman"] and gap <= crit["max_auc_gap"]})
+        by = {m: {"median_spearman": float(np.median(b["spearman"])), "min_spearman": float(min(b["spearman"])),
+                  "max_auc_gap": float(max(b["gap"]))} for m, b in p["by"].items()}
+        ok = {m: f["median_spearman"] >= crit["median_spearman"] and f["max_auc_gap"] <= crit["max_auc_gap"]
+              for m, f in by.items()}
+        table.append({"spec": name, "draws": len(p["seconds"]),
+                      "median_spearman": min(f["median_spearman"] for f in by.values()),
+                      "min_spearman": min(f["min_spearman"] for f in by.values()),
+                      "max_auc_gap": max(f["max_auc_gap"] for f in by.values()),
+                      "seconds": float(np.mean(p["seconds"])), "dim": p["dim"], "by_method": by,
+                      "agrees": all(ok.values()), "disagreeing": sorted(m for m, v in ok.items() if not v)})
     stored = per.get(STORED)
     return {"criteria": dict(crit), "table": table,
-            "default_vs_exact_auc_gap": None if stored is None else float(max(stored["gap"]))}
+            "default_vs_exact_auc_gap": None if stored is None else float(max(stored["by"]["tracin"]["gap"]))}
 
 
 def format_summary(summary: dict) -> str:
     c = summary["criteria"]
     out = [f"agreement with exact over the draws (median Spearman >= {c['median_spearman']}, AUC gap <= "
-           f"{c['max_auc_gap']} on every draw)",
+           f"{c['max_auc_gap']} on every draw; a spec's line is its worst of {', '.join(METHODS)}, one line each below)",
            f"{'sketch':22s} {'draws':>5s} {'med rho':>7s} {'min rho':>7s} {'max gap':>7s} {'dim':>6s} {'s':>6s}  agrees"]
     for r in summary["table"]:
+        why = "" if r["agrees"] else f" ({', '.join(r.get('disagreeing', []))})"
         out.append(f"{r['spec']:22s} {r['draws']:5d} {r['median_spearman']:7.3f} {r['min_spearman']:7.3f} "
-                   f"{r['max_auc_gap']:7.3f} {r['dim'] or 0:6d} {r['seconds']:6.1f}  {'yes' if r['agrees'] else 'NO'}")
+                   f"{r['max_auc_gap']:7.3f} {r['dim'] or 0:6d} {r['seconds']:6.1f}  {'yes' if r['agrees'] else 'NO'}"
+                   f"{why}")
+        for m, f in sorted(r.get("by_method", {}).items()):
+            out.append(f"  {m:20s} {'':5s} {f['median_spearman']:7.3f} {f['min_spearman']:7.3f} {f['max_auc_gap']:7.3f}")
     gap = summary["default_vs_exact_auc_gap"]
     out.append(f"default_vs_exact_auc_gap: {'n/a' if gap is None else f'{gap:.3f}'}")
     return "\n".join(out)

@@ -30,8 +30,8 @@ MODULES = (gradient_norm_baseline, fluency_confound, headroom, seed_draw_varianc
            advantage_baseline, target_dependence)
 CHECKS: dict[str, CheckSpec] = {s.name: s for s in sorted((m.SPEC for m in MODULES), key=lambda s: s.order)}
 # fixture self-checks: once per session, not per estimator (checks/test_planted_cause.py, test_fixture_planting.py,
-# test_sketch_fidelity.py, test_fixture_integrity.py), in the order docs/checklist.md lists them
-FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "integrity")
+# test_sketch_fidelity.py, test_sketch_ranking.py, test_fixture_integrity.py), in the order docs/checklist.md lists them
+FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "sketch_ranking", "integrity")
 
 
 def get_check(name: str) -> CheckSpec:
