@@ -41,7 +41,8 @@ def default_specs(n_seeds: int) -> dict:
     from bt_bench.sketch.spec import preset
 
     return {"exact": preset("exact"), **{f"default (seed {s})": preset("default", s) for s in range(n_seeds)},
-            "large": preset("large"), "first_stage (seed 0)": preset("first_stage"), "dense k=1024": preset("dense")}
+            "compact (seed 0)": preset("compact"), "large": preset("large"), "first_stage (seed 0)": preset("first_stage"),
+            "dense k=1024": preset("dense")}
 
 
 def parse_spec(text: str) -> tuple[str, object]:

@@ -27,7 +27,8 @@ KINDS = ("factorized", "dense")
 
 @dataclass(frozen=True)
 class SketchSpec:
-    """Dimensions and seed of a gradient sketch (see module docstring).
+    """Dimensions and seed of a gradient sketch (see module docstring). The field defaults are the ``compact``
+    preset; the ``default`` preset (what runs use) is larger: see ``PRESETS``.
 
     kind: "factorized" (hooks, one backward) or "dense" (reference: exact gradients x dense Gaussian).
     k_in: Gaussian dimension on the input side of each weight matrix (and the hidden side of embeddings).
@@ -82,20 +83,24 @@ class SketchSpec:
         return cls(**data)
 
 
-# Presets: total k from 512 to 2048, a trade-off: a JL sketch's inner-product error shrinks as 1/sqrt(k), while
-# its store grows as 4k bytes per rollout and checkpoint (2-8 KiB here; at k = 1024 the sketches of the published
-# 16,000-rollout run at all 37 saved checkpoints take 2.4 GB, docs/scaling.md). "exact" makes every factor the
-# identity on the tiny model (vocab <= 4096, widths <= 4096): the sketch *is* the flat per-rollout gradient,
-# which the tests use to check hook coverage without JL noise.
+# Presets, a trade-off: a JL sketch's inner-product error shrinks as 1/sqrt(k), while its store grows as 4k bytes per
+# rollout and checkpoint (at k = 1024 the sketches of the published 16,000-rollout run at all 37 saved checkpoints
+# take 2.4 GB, docs/scaling.md). "default" was chosen by measurement (docs/findings.md, "Choosing the default
+# sketch"; ``bt-bench bench sketch-seeds``): the smallest spec tried whose draw-level TracIn, GAS and TRAK-style
+# scores agree with exact gradients on tiny and bpe (median Spearman >= 0.95, within-group AUC within 0.03 on every
+# draw, under two sketch seeds); "compact" (16 x 16 factors, k = 1024) was the default until 2026-12-04 and moved
+# within-group AUCs by up to 0.24. The 64 x 64 factors are the identity on these models' hidden side. "exact" makes
+# every factor the identity on the tiny and bpe models (vocab <= 4096, widths <= 4096): the sketch *is* the flat
+# per-rollout gradient (the sketch-ranking self-check's reference, and the tests' check of hook coverage).
 PRESETS: dict[str, SketchSpec] = {
     "small": SketchSpec(k_in=8, k_out=8, k_vocab=32, k_small=128, k=512),
-    "default": SketchSpec(),
+    "compact": SketchSpec(),
     "large": SketchSpec(k_in=32, k_out=32, k_vocab=128, k_small=512, k=2048),
+    "default": SketchSpec(k_in=64, k_out=64, k_vocab=256, k_small=1024, k=4096),
     "first_stage": SketchSpec(k=None),
     "exact": SketchSpec(k_in=4096, k_out=4096, k_vocab=4096, k_small=1 << 20, k=None),
     "dense": SketchSpec(kind="dense", k=1024),
 }
-
 
 def preset(name: str, seed: int = 0) -> SketchSpec:
     """A named preset with the given seed."""
