@@ -136,7 +136,7 @@ def test_scale_table_arithmetic_by_hand():
 def test_paper_setting_and_its_scale_table(tmp_path, capsys):
     assert scale.scheduled_checkpoints(10, 4, 2, 5) == [0, 2, 4, 5, 10]
     s = scale.paper_setting()
-    assert (s["steps"], s["prompts_per_step"], s["group_size"], s["k"]) == (1000, 4, 4, 1024)
+    assert (s["steps"], s["prompts_per_step"], s["group_size"], s["k"]) == (1000, 4, 4, 4096)
     # 0, every 10 steps to W = 200 (20), every 50 after it to T = 1000 (16)
     assert s["checkpoints_saved"] == 37 and s["tracin_checkpoints"] == 2 and s["completion_tokens"] == 64
     out = tmp_path / "scale.json"
@@ -144,8 +144,8 @@ def test_paper_setting_and_its_scale_table(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "no GPU on this machine" in printed and "16,000" in printed
     t = json.loads(out.read_text())["scale"]
-    assert t["bytes_per_sketch"] == 4096 and t["rollouts"] == 16_000 and t["floor_ratio"] == 1.1
-    assert t["store_bytes"]["in_run"] == 16_000 * 4096 and t["store_bytes"]["every_saved"] == 37 * 16_000 * 4096
+    assert t["bytes_per_sketch"] == 4 * 4096 and t["rollouts"] == 16_000 and t["floor_ratio"] == 1.1
+    assert t["store_bytes"]["in_run"] == 16_000 * 16384 and t["store_bytes"]["every_saved"] == 37 * 16_000 * 16384
     assert t["floor_ratio_source"] == "given by --floor-ratio"
 
 

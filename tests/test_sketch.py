@@ -276,7 +276,7 @@ def test_untied_model(batch):
     assert "lm_head.weight" in sk.coverage()
     g = reference.per_rollout_grads_loop(m, batch)
     assert rel(torch.from_numpy(sk.sketch(batch)), sk.project(-g)) <= 1e-5
-    head = Sketcher(m, preset("default")).blocks["lm_head.weight"]
+    head = Sketcher(m, preset("compact")).blocks["lm_head.weight"]  # k_vocab 64 < this vocab: not the identity
     assert type(head.out_factor).__name__ == "CountSketchFactor"  # token rows of the head covered too
 
 
@@ -372,7 +372,7 @@ def test_determinism_seeds_and_zero_advantages(model, batch):
     a = Sketcher(model, preset("default", seed=0)).sketch(batch)
     b = Sketcher(model, preset("default", seed=0)).sketch(batch)
     c = Sketcher(model, preset("default", seed=1)).sketch(batch)
-    assert a.dtype == np.float32 and a.shape == (12, 1024)
+    assert a.dtype == np.float32 and a.shape == (12, preset("default").k)
     assert np.array_equal(a, b)
     assert not np.allclose(a, c)
     zero = (batch["advantages"] == 0).numpy()
