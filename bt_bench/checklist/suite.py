@@ -149,16 +149,15 @@ class Suite:
         return self._scores[key]
 
     def _training_data(self, i: int):
-        """The training CandidateData of seed ``i``. It copies every array out of the store (about 5 x rollouts x k
-        x 4 bytes: 2.6 GB a seed on tiny at k = 4096), so only the latest seed's is kept: two xdist workers holding
-        all three seeds' ran a 24 GiB machine out of memory."""
+        """The training CandidateData of seed ``i``, built once. Its sketches stay memory maps of the store unless an
+        estimator other than the oracle runs in this process (isolation ``none``): copied, the three seeds' took
+        2.6 GB each on tiny at k = 4096 in each xdist worker, and ran a 24 GiB machine out of memory."""
         key = ("training_data", i)
         if key not in self._data:
+            from bt_bench.estimator import sealed
             from bt_bench.estimator.handover import training_candidates
 
-            for old in [k for k in self._data if k[0] == "training_data"]:
-                del self._data[old]
-            self._data[key] = training_candidates(self.fixtures[i])
+            self._data[key] = training_candidates(self.fixtures[i], copy=sealed.ISOLATION.mode == "none")
         return self._data[key]
 
     # ------------------------------------------------------------ draws at a chosen checkpoint

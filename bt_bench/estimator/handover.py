@@ -24,12 +24,13 @@ def _checkpoints(facts: Sequence[Mapping[str, Any]]) -> list[Checkpoint]:
     return [Checkpoint(step=c["step"], lr=c["lr"], batch_size=c["batch_size"]) for c in facts]
 
 
-def training_candidates(fixture: Any) -> CandidateData:
+def training_candidates(fixture: Any, copy: bool = True) -> CandidateData:
     """The training rollouts of ``fixture`` (a ``bt_bench.fixture.reader.Fixture``) as ``CandidateData``: every
-    row copied into memory once (the training-level checks)."""
+    row copied into memory once (the training-level checks); ``copy=False`` keeps the stored sketches as read-only
+    memory maps (only where no estimator runs in this process: ``CandidateData``)."""
     data = fixture.training()
     return CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="training",
-                         model_loader=fixture.model, objective=data.objective)
+                         model_loader=fixture.model, objective=data.objective, copy=copy)
 
 
 def training_target(fixture: Any, kind: str = "in_context") -> Target:

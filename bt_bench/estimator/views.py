@@ -238,7 +238,7 @@ class CandidateData:
     def __init__(self, rows: Mapping[str, Any], sketches: Mapping[str, Any] | None = None, *,
                  checkpoints: Sequence[Checkpoint] = (), source: str = "training",
                  model_loader: Callable[[int], Any] | None = None, token_level: bool = False,
-                 objective: Mapping[str, Any] | None = None, token_mask: Any = None):
+                 objective: Mapping[str, Any] | None = None, token_mask: Any = None, copy: bool = True):
         if source not in SOURCES:
             raise ValueError(f"CandidateData.source must be one of {SOURCES}, got {source!r}")
         visible, labels = {}, {}
@@ -267,6 +267,7 @@ class CandidateData:
             raise ValueError(f"CandidateData.token_mask needs {self.n} rows, got {self.token_mask.shape}")
         self._visible = visible
         self.labels = Labels(labels)
+        self._copy = copy
         self._sketches = {k: self._check_sketch(k, v) for k, v in (sketches or {}).items()}
 
     def _check_sketch(self, key: str, value: Any) -> Any:
@@ -287,7 +288,11 @@ class CandidateData:
         return self._check_rows(key, value, 2 if layout == "rows" else 1)
 
     def _check_rows(self, where: str, value: Any, ndim: int) -> np.ndarray:
-        arr = frozen_copy(value)
+        # copy=False keeps a read-only memory map of the store as it is (no copy in memory): for the judging
+        # process when every estimator scores in a process of its own, which receives its own arrays through
+        # files (bt_bench.estimator.wire) and never this object. At k = 4096 a seed's training sketches are 2.6 GB.
+        keep = not self._copy and isinstance(value, np.memmap) and not value.flags.writeable
+        arr = value if keep else frozen_copy(value)
         if arr.ndim != ndim or arr.shape[0] != self.n:
             want = f"[{self.n},k]" if ndim == 2 else f"[{self.n}]"
             raise ValueError(f"CandidateData.sketches[{where}] must have shape {want}, got {arr.shape}")
