@@ -254,6 +254,24 @@ def test_exposed_arrays_are_in_memory_copies_of_memmapped_input(tmp_path):
     assert type(t.vectors) is types.MappingProxyType
 
 
+def test_copy_false_keeps_read_only_store_maps_and_copies_the_rest(tmp_path):
+    """The judging process's training data (``copy=False``, only when no estimator runs in it): a read-only memory map
+    of the store stays one (no copy in memory); rows, labels, a writable map and a plain array are still copied."""
+    ro = {k: ({c: _memmapped(tmp_path, f"{k}{c}", a) for c, a in v.items()} if isinstance(v, dict)
+              else _memmapped(tmp_path, k, v)) for k, v in sketches().items()}
+    writable = np.load(tmp_path / "in_run.npy", mmap_mode="r+")
+    d = CandidateData({k: _memmapped(tmp_path, k, v) for k, v in table().items()}, {**ro, "in_run": writable},
+                      checkpoints=CKPT, copy=False)
+    view = d.view_for(Probe(adv, caps=set(Capability) - {Capability.LABELS}))
+    assert view.checkpoint_sketches()[4] is ro["checkpoint"][4] and not view.checkpoint_sketches()[4].flags.writeable
+    _assert_owned_copy(view.in_run_sketches(), writable)
+    _assert_owned_copy(view.uid)
+    for k in d.labels.names:
+        _assert_owned_copy(d.labels[k])
+    assert CandidateData(table(), ro, checkpoints=CKPT).view_for(Probe(adv, caps={Capability.CHECKPOINT_SKETCHES})) \
+        .checkpoint_sketches()[4] is not ro["checkpoint"][4]  # the default copies
+
+
 def test_view_is_read_only():
     def mutate(c, t, **kw):
         c.advantage[0] = 99.0
