@@ -70,8 +70,9 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "gradient_norm_baseline": (_F, _CONTROL + " (it is the declared norm variant: difference 0)"),
         "fluency_confound": (_F, _CONTROL + " (within-group AUC 0.15: behavior candidates have smaller norms)"),
         "headroom": (_F, _CONTROL + " (window gain 0.03, CI low -0.13)"),
-        "seed_draw_variance": (_P, "a target-free score is draw-stable by construction, and its residualized AUC "
-                                   "(0.78, lowest CI low 0.51) stays above 0.5 on every seed and draw"),
+        "seed_draw_variance": (_F, "draw-stable by construction (Spearman 1.00), but its residualized AUC (0.76) "
+                                   "has CI low 0.49 on 1 of 9 draws under the default sketch since 2026-12-04 (its "
+                                   "norm is the sketch's; the compact sketch gave 0.78, lowest CI low 0.51: PASS)"),
         "trigger_token_alignment": (NA, _NO_TOKEN),
         "advantage_baseline": (_F, _CONTROL + " (precision 0.37 below advantage_only)"),
         "target_dependence": (_F, _NO_TARGET)},
@@ -103,13 +104,16 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "advantage_baseline": (_F, "compared with itself: difference 0"),
         "target_dependence": (_F, _NO_TARGET)},
     "gas_fixed_target": {
-        "gradient_norm_baseline": (_F, _PAPER_NORM + " (Llama toy: lift 4.0/4.0/4.4 vs norm 3.4/3.1/3.1; the "
-                                       "difference CI includes 0 on seed 0, so the every-seed rule fails it)"),
+        "gradient_norm_baseline": (_P, "lift 4.3/4.3/4.8 vs norm 3.5/3.2/3.2, CI above it on every seed under the "
+                                       "default sketch since 2026-12-04 (the compact sketch: lift 4.0/4.0/4.4 vs norm "
+                                       "3.4/3.1/3.1, CI including 0 on seed 0: FAIL); the paper's finding 1 (the norm "
+                                       "matches the best targeted estimator) does not hold for it on the toy"),
         "fluency_confound": (_F, _PAPER_FLU + " (Llama toy: AUC 0.84-0.99 vs fluency 0.94-0.99; passes only 1 of 9 "
                                  "draws)"),
         "headroom": (_P, "window gain 1.03 (CI low 0.80), unsaturated AUC 1.00"),
-        "seed_draw_variance": (_P, "residualized AUC 0.84 (lowest CI low 0.70), Spearman 0.99: no flip on the toy "
-                                   "(finding 3 does not reproduce)"),
+        "seed_draw_variance": (_F, "residualized AUC 0.70, CI low 0.46 on 1 of 9 draws (Spearman 0.99) under the "
+                                   "default sketch since 2026-12-04; the compact sketch's PASS (0.84, lowest CI low "
+                                   "0.70) was that sketch's distortion (docs/findings.md, choosing the default sketch)"),
         "trigger_token_alignment": (_P, _ALIGN + "; here cosine 0.96"),
         "advantage_baseline": (_F, _ADV + " (precision 0.26 below it)"),
         "target_dependence": (_P, "scores follow the target: precision +0.17/+0.21/+0.22, AUC +0.82 to +0.98 over "
@@ -118,7 +122,9 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.6 vs norm 3.2: difference CI includes 0)"),
         "fluency_confound": (_F, _PAPER_FLU + " (fails 4 of 9 draws: paired difference with fluency straddles 0)"),
         "headroom": (_F, _PAPER_HEAD + " (window gain 0.51, CI low -0.27)"),
-        "seed_draw_variance": (_P, "residualized AUC 0.85 (lowest CI low 0.72), Spearman 0.98: no flip on the toy"),
+        "seed_draw_variance": (_F, "residualized AUC 0.68, CI low > 0.5 on 4 of 9 draws (lowest 0.38) under the "
+                                   "default sketch since 2026-12-04, as exact TracIn (4 of 9); the compact sketch's "
+                                   "PASS (0.85, lowest CI low 0.72) was that sketch's distortion: finding 3 reproduces"),
         "trigger_token_alignment": (_P, _ALIGN),
         "advantage_baseline": (_F, _ADV + " (precision 0.35 below it)"),
         "target_dependence": (_F, "Llama toy: the draw AUC follows the target (+0.83 to +0.98) but training "
@@ -130,7 +136,8 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "fluency_confound": (_F, _PAPER_FLU + " (Llama toy: same draw scores as gas_fixed_target, passes 1 of 9 "
                                  "draws)"),
         "headroom": (_F, _PAPER_HEAD + " (window gain -0.30)"),
-        "seed_draw_variance": (_P, "residualized AUC 0.84, Spearman 0.99: no flip on the toy"),
+        "seed_draw_variance": (_F, "residualized AUC 0.70, CI low 0.46 on 1 of 9 draws (Spearman 0.99) under the "
+                                   "default sketch since 2026-12-04 (compact sketch: 0.84, PASS)"),
         "trigger_token_alignment": (_P, _ALIGN),
         "advantage_baseline": (_F, _ADV + " (precision 0.55 below it)"),
         "target_dependence": (_F, "over the training rollouts canonical GAS barely changes with the target "
@@ -140,7 +147,9 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.1 vs norm 3.2)"),
         "fluency_confound": (_F, _PAPER_FLU + " (AUC 0.88 vs fluency 0.98)"),
         "headroom": (_F, _PAPER_HEAD + " (window gain 0.25, CI low -0.25)"),
-        "seed_draw_variance": (_P, "residualized AUC 0.72 (lowest CI low 0.56), Spearman 0.83"),
+        "seed_draw_variance": (_F, "residualized AUC 0.58, CI low > 0.5 on 4 of 9 draws (lowest 0.48), draw Spearman "
+                                   "0.68, under the default sketch since 2026-12-04 (compact sketch: 0.72, lowest CI "
+                                   "low 0.56: PASS)"),
         "trigger_token_alignment": (_F, "against a placebo at the real target's norm the whitened "
                                         "in_context-minus-placebo difference (+0.002-0.003) has CI low -0.002 to "
                                         "-0.003 on every seed; the earlier pass (CI low +0.0005 to +0.0014) came "
@@ -166,9 +175,11 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.7/4.2/4.4 vs norm 3.4/3.1/3.1; the CI does not "
                                                      "clear norm_only on 1 of 3 seeds)"),
         "fluency_confound": (_F, _PAPER_FLU + " (AUC 0.85-0.99 vs fluency 0.94-0.99; 9 of 9 draws)"),
-        "headroom": (_P, "like gas_fixed_target, scored at the rollout's own step it gains in the window (gain "
-                         "0.17/0.33/0.49, CI low >= 0.04)"),
-        "seed_draw_variance": (_P, "residualized AUC 0.75 (lowest CI low 0.52), Spearman 0.99: no flip on the toy"),
+        "headroom": (_F, "window gain 0.38/-0.04/0.19 (CI low 0.18/-0.18/-0.02) under the default sketch since "
+                         "2026-12-04, so 6 of 9 units fail (its in-run sketches are the run's; the compact sketch: "
+                         "gain 0.17/0.33/0.49, CI low >= 0.04, PASS)"),
+        "seed_draw_variance": (_F, "residualized AUC 0.68, CI low > 0.5 on 4 of 9 draws (lowest 0.38) under the "
+                                   "default sketch since 2026-12-04 (compact sketch: 0.75, lowest CI low 0.52: PASS)"),
         "trigger_token_alignment": (_P, "in_context minus placebo +16 to +109 (dot products, the placebo at the "
                                         "real target's norm), CI above 0"),
         "advantage_baseline": (_F, _ADV + " (precision 0.23-0.30 below it)"),
