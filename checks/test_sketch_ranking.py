@@ -1,7 +1,7 @@
 """Fixture self-check (docs/checklist.md, "Fixture self-checks": sketch ranking): on draws 0-2 of each fixture's
-saturated checkpoint, the stored sketches rank the candidates as their exact gradients do, for TracIn, GAS and
-TRAK-style scoring: median Spearman >= 0.95 and within-group AUC within 0.03 of exact's on every draw. Runs once,
-not per estimator (bt_bench.fixture.rank_fidelity)."""
+saturated checkpoint, the stored sketches rank the candidates as their exact gradients do, for TracIn and GAS
+(TRAK-style scoring measured and reported): median Spearman >= 0.95 and within-group AUC within 0.03 of exact's on
+every draw. Runs once, not per estimator (bt_bench.fixture.rank_fidelity)."""
 
 from bt_bench.fixture.rank_fidelity import fixture_ranking, judge, key_figure, summary
 from bt_bench.plugin.glue import record

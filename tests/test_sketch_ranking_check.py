@@ -49,8 +49,13 @@ def test_judge_by_hand():
                       seed=4)
     bad = R.judge([good, one_gap])
     assert len(bad) == 1 and bad[0].startswith("gas: within-group AUC") and "seed 4, draw 1" in bad[0]
-    low_rho = _report({m: ok_gap for m in R.METHODS}, {**{m: ok_rho for m in R.METHODS}, "trak": [0.9, 0.94, 0.99]})
-    assert R.judge([low_rho]) == ["trak: median Spearman of stored vs exact scores 0.940 < 0.95 over 3 draws"]
+    low_rho = _report({m: ok_gap for m in R.METHODS}, {**{m: ok_rho for m in R.METHODS}, "tracin": [0.9, 0.94, 0.99]})
+    assert R.judge([low_rho]) == ["tracin: median Spearman of stored vs exact scores 0.940 < 0.95 over 3 draws"]
+    # TRAK-style scoring is measured and reported, not judged (rank_fidelity.JUDGED says why)
+    trak_off = _report({**{m: ok_gap for m in R.METHODS}, "trak": [0.2, 0.0, 0.0]},
+                       {**{m: ok_rho for m in R.METHODS}, "trak": [0.1, 0.2, 0.3]})
+    assert "trak" not in R.JUDGED and R.judge([trak_off]) == []
+    assert "trak rho 0.200, gap 0.200 (reported)" in R.key_figure([trak_off])
     assert R.judge([{"seed": 0, "draws": [], "not_applicable": None}]) == ["no draw scored"]
     na = {"seed": 0, "draws": [], "not_applicable": "the model is wider than the exact preset"}
     assert R.judge([na]) == [] and R.key_figure([na]).startswith("not applicable")
