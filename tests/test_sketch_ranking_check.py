@@ -1,7 +1,7 @@
 """The fixture self-check "sketch ranking" (bt_bench.fixture.rank_fidelity, checks/test_sketch_ranking.py): its
 scorings are the built-ins' maths and depend on inner products only (so a sketch and the exact gradients score the
 same estimator), its verdict is hand-checked, and on the cached tiny fixture the stored sketches pass while the same
-sketches with JL-sized noise, or a sketch of a smaller spec, fail."""
+sketches swapped between the candidates of a group fail."""
 
 from __future__ import annotations
 
@@ -102,13 +102,16 @@ def test_tiny_fixture_passes_and_noisy_sketches_fail(tiny_fixture, monkeypatch):
     assert R.judge([rep]) == [], R.judge([rep])
     original = type(tiny_fixture).draw
 
-    def noisy(self, kind, d):  # the stored sketches plus noise at 20% of each row's norm: a worse sketch
-        data = original(self, kind, d)
-        c = next(iter(data.sketches["checkpoint"]))
-        g = np.asarray(data.sketches["checkpoint"][c], np.float64)
-        rng = np.random.default_rng(d)
-        noise = rng.normal(size=g.shape) * np.linalg.norm(g, axis=1, keepdims=True) * 0.2 / np.sqrt(g.shape[1])
-        data.sketches["checkpoint"][c] = g + noise
+    def noisy(self, kind, d):  # each row's stored sketch swapped with its group neighbour's: sketches that rank the
+        data = original(self, kind, d)  # group's candidates in another order (isotropic noise, even as large as a row,
+        c = next(iter(data.sketches["checkpoint"]))  # barely moves an inner product with a fixed target: JL at work)
+        g = np.asarray(data.sketches["checkpoint"][c])
+        group = np.asarray(self.draw_rows(kind, d)["group"])
+        idx = np.arange(len(g))
+        for grp in np.unique(group):
+            rows = np.flatnonzero(group == grp)
+            idx[rows] = np.roll(rows, 1)
+        data.sketches["checkpoint"][c] = g[idx]
         return data
 
     monkeypatch.setattr(type(tiny_fixture), "draw", noisy)
