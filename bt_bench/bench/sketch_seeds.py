@@ -156,8 +156,9 @@ def summarize(draws: list[dict], agreement: dict | None = None) -> dict:
 
 def format_summary(summary: dict) -> str:
     c = summary["criteria"]
-    out = [f"agreement with exact over the draws (median Spearman >= {c['median_spearman']}, AUC gap <= "
-           f"{c['max_auc_gap']} on every draw; a spec's line is its worst of {', '.join(METHODS)}, one line each below)",
+    out = [(f"agreement with exact over the draws (median Spearman >= {c['median_spearman']}, AUC gap <= "
+            f"{c['max_auc_gap']} on every draw; a spec's line is its worst of {', '.join(METHODS)}, one line each "
+            "below)"),
            f"{'sketch':22s} {'draws':>5s} {'med rho':>7s} {'min rho':>7s} {'max gap':>7s} {'dim':>6s} {'s':>6s}  agrees"]
     for r in summary["table"]:
         why = "" if r["agrees"] else f" ({', '.join(r.get('disagreeing', []))})"
