@@ -119,6 +119,51 @@ def test_cache_reader_is_refused_by_the_sandbox_and_succeeds_beside_the_judge(sm
         _score_rt(fx, "rt_sealed:CacheReader")
 
 
+def _smoke_fixture(root: Path):
+    from bt_bench.fixture.reader import fixture_config, load_fixture
+    from bt_bench.runs.build import build_run
+    from bt_bench.runs.config import make_config
+
+    run = build_run(make_config("smoke", seed=0), root, progress=False)
+    return load_fixture(run, fixture_config("smoke", 2), root)
+
+
+def test_a_scoring_process_cannot_write_the_files_it_is_handed(tmp_path, mode):
+    """The stored sketches and checkpoints reach a scoring process as links to the cache's own files (no copy: a
+    k = 4096 seed is 2.6 GB), so the sandbox must leave them read-only; the control, unsandboxed, shows the same
+    write reaching the cache (its own smoke fixture: the control damages it)."""
+    from bt_bench.estimator.errors import ScoringFailedError
+    from bt_bench.runs.store import sha256_file
+
+    fx = _smoke_fixture(tmp_path / "cache")
+    stored = [*sorted((fx.folder / "train").glob("ckpt_*.npy")),
+              *(fx.run.checkpoint_dir(c) / "model.safetensors" for c in fx.tracin_steps)]
+    before = [sha256_file(p) for p in stored]
+    mode("sandbox")
+    with pytest.raises(ScoringFailedError, match="PermissionError"):
+        _score_rt(fx, "rt_sealed:InputWriter")
+    assert [sha256_file(p) for p in stored] == before
+    sealed.close_all()
+    mode("process")
+    _score_rt(fx, "rt_sealed:InputWriter")
+    after = [sha256_file(p) for p in stored]
+    assert all(a != b for a, b in zip(after, before)), "the control wrote to every stored file it was handed"
+
+
+def test_the_pool_links_a_stored_file_and_writes_anything_else(tmp_path):
+    from bt_bench.estimator import wire
+
+    f = tmp_path / "stored.npy"
+    np.save(f, np.arange(12.0).reshape(3, 4))
+    mapped = np.load(f, mmap_mode="r")
+    pool = wire.Pool(tmp_path / "pool")
+    assert wire.stored_file(mapped) == f and pool.file(mapped).stat().st_ino == f.stat().st_ino
+    for other in (mapped[1:], mapped.T, np.array(mapped), np.load(f, mmap_mode="c")):
+        assert wire.stored_file(other) is None
+        out = pool.file(other)
+        assert out.stat().st_ino != f.stat().st_ino and np.array_equal(np.load(out), other)
+
+
 def test_frame_reader_finds_no_labels_in_its_own_process(smoke, mode):
     from bt_bench.estimator.errors import ScoringFailedError
 

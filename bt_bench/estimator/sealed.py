@@ -132,7 +132,9 @@ class ScoringProcess:
         self.label = label
         self.folder = Path(tempfile.mkdtemp(dir=_tmp_root(), prefix="p"))
         links = _link_packages(self.folder, tops)
-        for sub in ("tmp", "home"):
+        from bt_bench.estimator.worker import WRITABLE
+
+        for sub in WRITABLE:
             (self.folder / sub).mkdir()
         self.outbox = Outbox(self.folder, _the_pool())
         r_req, w_req = os.pipe()
@@ -183,7 +185,7 @@ class ScoringProcess:
     def scores(self, resp: dict) -> np.ndarray:
         if "bad_scores" in resp:
             return np.array([resp["bad_scores"]], dtype=object)  # validate_scores names the problem
-        return np.load(self.folder / Path(resp["scores"]).name, allow_pickle=False)
+        return np.load(self.folder / "out" / Path(resp["scores"]).name, allow_pickle=False)
 
     @property
     def alive(self) -> bool:

@@ -1,9 +1,11 @@
 """What crosses the wall between the judging process and the scoring process: views, targets and scores as plain
 JSON plus ``.npy`` files (``allow_pickle=False`` both ways), never a pickle and never a live object.
 
-The judging side writes each array once (``Pool``) and links it into the private folder of each scoring process
-that needs it (``Outbox``), referring to it by file name; the scoring side (``Inbox``) maps each file once,
-read-only. A view is rebuilt there as the same ``Candidates`` class the estimator would get
+The judging side writes each array once (``Pool``; an array that maps a stored file whole, as the fixture's
+sketches do, is linked instead of written) and links it into the private folder of each scoring process that needs
+it (``Outbox``), referring to it by file name; the scoring side (``Inbox``) maps each file once, read-only. The
+sandbox makes that folder read-only to the scoring process (it writes only ``out/``, ``tmp/`` and ``home/``), so
+no estimator can change a file that the judge, another estimator or the run cache shares with it. A view is rebuilt there as the same ``Candidates`` class the estimator would get
 in-process, with the same capability checks; a target as the same ``Target``. Model checkpoints travel as a
 private folder per step (links to the run's files where the file system allows, else a copy).
 """
@@ -34,9 +36,32 @@ class Pool:
         hit = self._files.get(id(a))
         if hit is None or hit[1] is not a:
             f = self.folder / f"a{len(self._files)}.npy"
-            np.save(f, np.asarray(a), allow_pickle=False)
+            src = stored_file(a)
+            if src is None or not _link(src, f):  # a stored file is linked, not copied: a k = 4096 seed is 2.6 GB
+                np.save(f, np.asarray(a), allow_pickle=False)
             hit = self._files[id(a)] = (f, a)
         return hit[0]
+
+
+def stored_file(a: Any) -> Path | None:
+    """The ``.npy`` file that ``a`` maps whole and read-only (``np.load(path, mmap_mode="r")``: the fixture's stored
+    sketches), or None (an array in memory, a slice or any other view of a file)."""
+    if not isinstance(a, np.memmap) or a.flags.writeable or not a.flags.c_contiguous or not a.filename:
+        return None
+    try:
+        whole = np.load(a.filename, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    same = (whole.shape, whole.dtype, whole.offset) == (a.shape, a.dtype, a.offset)
+    return Path(a.filename) if same else None
+
+
+def _link(src: Path, dst: Path) -> bool:
+    try:
+        os.link(src, dst)
+        return True
+    except OSError:  # another file system: the caller writes a copy
+        return False
 
 
 class Outbox:
@@ -77,9 +102,7 @@ class Outbox:
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
+    if not _link(src, dst):
         shutil.copy2(src, dst)
 
 

@@ -1,8 +1,8 @@
 """The scoring process: ``python -m bt_bench.estimator.worker FOLDER IN_FD OUT_FD``, started by
 ``bt_bench.estimator.sealed``. It sandboxes itself (``bt_bench.estimator.sandbox``) *before* it imports any
 estimator, then answers one JSON request per line: load an estimator, fit it, score a view against a target, list
-the registry, give an estimator's provenance. Views and targets arrive as files in FOLDER (``wire``); scores leave
-as a ``.npy`` file there. Labels, the harness's state and the verdict code never exist in this process.
+the registry, give an estimator's provenance. Views and targets arrive as files in FOLDER (``wire``), which the
+sandbox leaves read-only; scores leave as a ``.npy`` file in FOLDER/out. Labels, the harness's state and the verdict code never exist in this process.
 
 Standard output is redirected to standard error, so nothing an estimator prints can corrupt the protocol.
 """
@@ -15,6 +15,9 @@ import sys
 import traceback
 from pathlib import Path
 from typing import Any
+
+
+WRITABLE = ("out", "tmp", "home")  # the only parts of its folder a scoring process may write
 
 
 def _allowed_read(links: list[str]) -> list[str]:
@@ -31,7 +34,10 @@ def _sandbox(setup: dict, folder: Path) -> str:
     if not setup.get("sandbox", True):
         return "off"
     read, listable = sandbox.carve(_allowed_read(setup.get("links", [])), setup.get("excluded", []))
-    abi = sandbox.restrict(read, [str(folder), *sandbox.SYSTEM_WRITE], listable)
+    # its own folder read-only (the arrays and checkpoints in it are links that the judge, other scoring processes
+    # and the run cache share), writable only where it puts scores and scratch
+    writable = [str(folder / sub) for sub in WRITABLE]
+    abi = sandbox.restrict([*read, str(folder)], [*writable, *sandbox.SYSTEM_WRITE], listable)
     return f"Landlock ABI {abi}"
 
 
@@ -104,7 +110,7 @@ def serve(folder: Path, rd, wr) -> None:
                     else:
                         out_n += 1
                         name = f"scores{out_n}.npy"
-                        np.save(folder / name, arr, allow_pickle=False)
+                        np.save(folder / "out" / name, arr, allow_pickle=False)
                         resp = {"scores": name}
             elif op == "drop":
                 estimators.pop(req["id"], None)

@@ -6,9 +6,10 @@ tests/test_redteam.py runs each through `pytest checks --bt-paper-gate` on the t
 (j) FrameReader    reads `data` and `placebo` from score_estimator's frame: the labels under a real target, permuted
                    labels under a placebo (what passed every oracle cell when estimators ran beside the judge)
 (k) CacheReader    opens the run cache at scoring time and looks the candidates' labels up by uid and tokens
+(l) InputWriter    writes into the array files and checkpoints it was handed (links the judge and the cache share)
 
 Scored in a sandboxed process of its own, (i) patches a copy of the judges nobody uses, (j) finds no such frame, and
-(k) is refused by the kernel: none of them gets a verdict it did not earn.
+(k) and (l) are refused by the kernel: none of them gets a verdict it did not earn.
 """
 
 from __future__ import annotations
@@ -61,3 +62,23 @@ class CacheReader:
                         y = np.load(f).astype(float)
                         return y + 1e-6 * np.arange(len(y)) / len(y)
         raise LookupError(f"no cached run matched under {root}")
+
+
+class InputWriter:
+    """(l) writes into the files it was handed: its sketches and checkpoints are links that the judge, the other
+    scoring processes and the run cache share, so a write there would change what every later verdict reads (norms
+    that a control computes, say). Zeroes the last 8 bytes of every array file and checkpoint in its folder."""
+
+    name = "rt_input_writer"
+    level = "rollout"
+    capabilities = frozenset({"checkpoint_sketches", "in_run_sketches", "model"})
+
+    def score(self, candidates, target):
+        files = sorted(Path.cwd().glob("*.npy")) + sorted(Path.cwd().glob("model*/model.safetensors"))
+        if not files:
+            raise LookupError("no input files in the working folder")
+        for f in files:
+            with open(f, "r+b") as fh:
+                fh.seek(-8, os.SEEK_END)
+                fh.write(b"\0" * 8)
+        return np.arange(len(candidates.uid), dtype=float)
