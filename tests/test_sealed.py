@@ -8,8 +8,10 @@ tests/test_redteam.py."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -333,3 +335,19 @@ def test_views_and_targets_cross_the_wall_unchanged(smoke, tmp_path):
     for f in box_dir.glob("*.npy"):  # plain .npy only (model folders: config, tokenizer, safetensors)
         np.load(f, allow_pickle=False)
     assert {p.suffix for p in box_dir.glob("model*/*")} <= {".json", ".safetensors", ".jinja", ".txt", ""}
+
+
+def test_scoring_folders_go_beside_a_cache_on_another_file_system(tmp_path, monkeypatch):
+    """Links need one file system: with the cache on another one than the temporary folder, the scoring folders go
+    into the cache (else every scoring process would get a copy of each seed's stored sketches)."""
+    other = Path("/dev/shm")
+    if not other.is_dir() or os.stat(other).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second file system (/dev/shm) here")
+    monkeypatch.setenv("BT_BENCH_CACHE", str(tmp_path / "cache"))
+    assert sealed._scratch_parent() is None  # same file system as the temporary folder: /tmp as before
+    far = Path(tempfile.mkdtemp(dir=other))
+    try:
+        monkeypatch.setenv("BT_BENCH_CACHE", str(far))
+        assert sealed._scratch_parent() == str(far / ".scoring")
+    finally:
+        shutil.rmtree(far, ignore_errors=True)

@@ -56,10 +56,26 @@ _pool = None  # wire.Pool of this judging process
 _processes: dict[str, ScoringProcess] = {}
 
 
+def _scratch_parent() -> str | None:
+    """Where this session's scoring folders go: the system's temporary folder, unless the run cache is on another
+    file system; then a folder in the cache, so that the stored sketches can be linked there rather than copied
+    (``wire.Pool``; the sandbox grants a scoring process its own folder wherever it lies)."""
+    from bt_bench.runs.store import cache_root
+
+    root = cache_root()
+    try:
+        if os.stat(tempfile.gettempdir()).st_dev == os.stat(root).st_dev:
+            return None
+        (root / ".scoring").mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return str(root / ".scoring")
+
+
 def _tmp_root() -> Path:
     global _session_dir
     if _session_dir is None or not _session_dir.exists():
-        _session_dir = Path(tempfile.mkdtemp(prefix="bt-bench-scoring-"))
+        _session_dir = Path(tempfile.mkdtemp(prefix="bt-bench-scoring-", dir=_scratch_parent()))
         atexit.register(close_all)
     return _session_dir
 
