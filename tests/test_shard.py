@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from bt_bench.fixture.derive import build_derived
 from bt_bench.fixture.reader import Fixture, fixture_config
-from bt_bench.fixture.shard import ShardError, derive_shard, main, merge_shards, part_dir
+from bt_bench.fixture.shard import ShardError, derive_in_parts, derive_shard, main, merge_shards, part_dir
 
 FCFG = fixture_config("smoke", 2)
 
@@ -52,6 +54,27 @@ def test_two_parts_merge_to_the_single_process_result(smoke_run, reference, shar
 def test_one_part_works(smoke_run, reference, tmp_path):
     derive_shard(smoke_run, FCFG, 0, 1, tmp_path)
     _same(reference, merge_shards(smoke_run, FCFG, 1, tmp_path))
+
+
+def test_derive_in_parts_alone_gives_the_single_process_result_and_removes_its_parts(smoke_run, reference, tmp_path):
+    out = derive_in_parts(smoke_run, FCFG, 2, first=1, root=tmp_path)
+    _same(reference, out)
+    assert not (tmp_path / "derived_shards" / FCFG.key(smoke_run.key)).exists()
+    assert derive_in_parts(smoke_run, FCFG, 2, first=0, root=tmp_path) == out  # a later caller finds it done
+
+
+def test_two_callers_split_a_derive_and_publish_it_once(smoke_run, reference, tmp_path):
+    """What two xdist workers do with a seed left over (bt_bench.plugin.fixtures._derive): one process each,
+    starting at parts 0 and 1 at once."""
+    code = ("import sys; from pathlib import Path; from bt_bench.runs.store import load_run; "
+            "from bt_bench.fixture.reader import fixture_config; from bt_bench.fixture.shard import derive_in_parts; "
+            "derive_in_parts(load_run(Path(sys.argv[1])), fixture_config('smoke', 2), 2, first=int(sys.argv[2]), "
+            "root=sys.argv[3])")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(smoke_run.path), str(i), str(tmp_path)])
+             for i in range(2)]
+    assert [p.wait(timeout=600) for p in procs] == [0, 0]
+    _same(reference, tmp_path / "derived" / FCFG.key(smoke_run.key))
+    assert not (tmp_path / "derived_shards" / FCFG.key(smoke_run.key)).exists()
 
 
 def _copy_parts(smoke_run, sharded, tmp_path):
@@ -137,3 +160,27 @@ def test_command_line(smoke_run, sharded, tmp_path, monkeypatch, capsys):
     assert main(args) == 0 and capsys.readouterr().out.strip() == str(part_dir(tmp_path, merged.name, 1, 2))
     args[-2] = str(root)  # the merged cache: nothing left to derive
     assert main(args) == 0 and capsys.readouterr().out.strip() == str(merged)
+
+
+@pytest.mark.parametrize("workers, seeds, whole, in_parts", [(1, 3, 3, 0), (2, 3, 2, 1), (2, 4, 4, 0), (2, 1, 0, 1),
+                                                             (3, 3, 3, 0), (4, 3, 0, 3)])
+def test_the_plugin_derives_whole_seeds_then_splits_the_leftover_ones(monkeypatch, workers, seeds, whole, in_parts):
+    """``_derive``: each worker derives whole seeds (its own first), and the seeds that do not divide evenly over the
+    workers in parts, every worker starting at its own part."""
+    import types
+
+    from bt_bench.fixture import derive, shard
+    from bt_bench.plugin import fixtures
+
+    for w in range(workers):
+        calls = []
+        monkeypatch.setattr(derive, "build_derived", lambda run, *a, **k: calls.append(("whole", run)))
+        monkeypatch.setattr(shard, "derive_in_parts", lambda run, f, n, first, root: calls.append(("parts", run, n,
+                                                                                                   first)))
+        config = types.SimpleNamespace(workerinput={"workerid": f"gw{w}", "workercount": workers})
+        fixtures._derive(list(range(seeds)), None, None, config)
+        assert sorted(c[1] for c in calls if c[0] == "whole") == list(range(whole))
+        if whole:
+            assert calls[0] == ("whole", w % whole)  # each worker starts on a seed of its own
+        assert [c[1:] for c in calls if c[0] == "parts"] == [(s, workers, w) for s in range(whole, seeds)]
+        assert len(calls) == whole + in_parts

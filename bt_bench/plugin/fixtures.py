@@ -84,11 +84,25 @@ def bt_suite(pytestconfig, bt_runs, bt_settings):
         fixtures = [p.fixture(fcfg) for p in bt_runs["packed"]]
         return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
                      norm_variant=get_profile(bt_settings.profile).norm_variant)
-    for run in _rotated(list(runs), pytestconfig):  # workers derive different seeds at once
-        load_fixture(run, fcfg, bt_settings.cache_dir)
+    _derive(list(runs), fcfg, bt_settings.cache_dir, pytestconfig)
     fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]
     return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
                  norm_variant=get_profile(bt_settings.profile).norm_variant)
+
+
+def _derive(runs: list, fcfg, cache_dir, config: pytest.Config) -> None:
+    """Derive every run once across the xdist workers: whole seeds, each worker its own in turn, and the seeds left
+    over when they do not divide evenly (3 seeds on 2 workers: the third) in parts shared by every worker, so that no
+    core waits idle while one derives alone (``bt_bench.fixture.shard.derive_in_parts``)."""
+    from bt_bench.fixture.derive import build_derived
+    from bt_bench.fixture.shard import derive_in_parts
+
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    whole = len(runs) - len(runs) % workers if workers > 1 else len(runs)
+    for run in _rotated(runs[:whole], config):
+        build_derived(run, fcfg, cache_dir)
+    for run in runs[whole:]:
+        derive_in_parts(run, fcfg, workers, first=worker_index(config), root=cache_dir)
 
 
 def generate_tests(metafunc: pytest.Metafunc) -> None:
