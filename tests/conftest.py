@@ -11,6 +11,20 @@ import pytest
 pytest_plugins = ["pytester"]
 
 
+# Fixtures that build fresh planted runs on one core for many minutes (tests/test_redteam.py: the paper gate's
+# three fresh tiny seeds, about 20 minutes). Their tests go first: xdist starts each worker on a run of consecutive
+# tests, so one worker builds while the other works through the rest, instead of the build starting near the end
+# with the other core idle.
+LONG_BUILDS = ("gate_built",)
+
+
+def pytest_collection_modifyitems(config, items):
+    first = [i for i in items if set(getattr(i, "fixturenames", ())) & set(LONG_BUILDS)]
+    if first:
+        ids = {id(i) for i in first}
+        items[:] = first + [i for i in items if id(i) not in ids]
+
+
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory) -> Path:
     env = os.environ.get("BT_BENCH_CACHE")
