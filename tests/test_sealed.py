@@ -27,13 +27,8 @@ BUILTINS = ("random", "norm_only", "norm_only_step", "fluency", "advantage_only"
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    from bt_bench.fixture.reader import fixture_config, load_fixture
-    from bt_bench.runs.build import build_run
-    from bt_bench.runs.config import make_config
-
     cache = tmp_path_factory.mktemp("sealed_cache")
-    run = build_run(make_config("smoke", seed=0), cache, progress=False)
-    return load_fixture(run, fixture_config("smoke", 2), cache), cache
+    return _smoke_fixture(cache), cache
 
 
 @pytest.fixture
