@@ -145,3 +145,51 @@ def test_placebos_have_the_real_targets_rows_and_norm(derived):
                 assert np.array_equal(np.sort(t.at(c)), np.sort(real.at(c)))
                 checked += 1
     assert checked >= 4
+
+
+# ---------------------------------------------------------------- sketch seeds (issue 21 item 2)
+def test_every_draw_is_sketched_under_each_sketch_seed(derived):
+    """The same candidates and target definitions under a second, independent sketch: other sketch vectors of about
+    the same norm (the sketch preserves norms, not coordinates), the norms recomputed from them; an unknown sketch seed
+    is refused."""
+    run, folder = derived
+    fx = Fixture(run, folder)
+    assert fx.sketch_seeds == [run.config.sketch_seed, run.config.sketch_seed + 1]
+    kind = next(k for k in ("saturated", "unsaturated") if fx.chosen(k) is not None)
+    c = fx.chosen(kind)
+    a, b = fx.draw(kind, 0), fx.draw(kind, 0, sketch_seed=fx.sketch_seeds[1])
+    for k in a.rows:
+        assert np.array_equal(a.rows[k], b.rows[k])
+    assert np.array_equal(a.token_mask, b.token_mask)
+    sa, sb = np.asarray(a.sketches["in_run"]), np.asarray(b.sketches["in_run"])
+    assert sa.shape == sb.shape and not np.allclose(sa, sb)
+    na, nb = np.linalg.norm(sa, axis=1), np.linalg.norm(sb, axis=1)
+    assert np.allclose(np.asarray(b.sketches["grad_norm"]), nb, rtol=1e-5)
+    assert np.median(np.abs(nb / na - 1)) < 0.2
+    for kind_ in a.targets:
+        ta, tb = a.targets[kind_][c], b.targets[kind_][c]
+        assert not np.allclose(ta, tb) and abs(np.linalg.norm(tb) / np.linalg.norm(ta) - 1) < 0.3, kind_
+    assert np.array_equal(np.asarray(fx.draw(kind, 0, sketch_seed=fx.sketch_seeds[0]).sketches["in_run"]), sa)
+    with pytest.raises(LookupError, match="sketch seeds"):
+        fx.draw(kind, 0, sketch_seed=99)
+
+
+def test_a_draw_resketched_under_its_own_seed_gives_the_stored_arrays(derived, tmp_path):
+    """The further sketch seeds rebuild each target from its stored definition (no sampling): under the stored seed
+    that gives the stored target vectors and sketches, so the two sketch seeds sketch the same gradients."""
+    from bt_bench.fixture.derive import _resketch_draw
+    from bt_bench.fixture.draws import DrawMaker
+    from bt_bench.runs import schema
+
+    run, folder = derived
+    fx = Fixture(run, folder)
+    kind = next(k for k in ("saturated", "unsaturated") if fx.chosen(k) is not None)
+    c, data = fx.chosen(kind), fx.draw(kind, 0)
+    rows = {k: np.asarray(data.rows[k]) for k in schema.DRAW_FIELDS}
+    defs = {k: data.definitions[k][c] for k in data.definitions}
+    _resketch_draw(DrawMaker(run, fixture_config("smoke", 2).draw), c, rows, np.asarray(data.token_mask, bool), defs,
+                   tmp_path)
+    stored = folder / "draws" / kind / "d0"
+    for p in sorted(tmp_path.glob("*.npy")):
+        assert np.allclose(np.load(p), np.load(stored / p.name), rtol=1e-4, atol=1e-6), p.name
+    assert {p.name for p in tmp_path.glob("*.npy")} >= {"sketch.npy", "token_sketch.npy", "target_in_context.npy"}

@@ -232,3 +232,35 @@ def test_the_grammar_reward_ignores_every_behavior_slot_word():
     assert len(fresh.neutral) == len(toy.BEHAVIOR_WORDS) and not set(fresh.neutral) & set(toy.BEHAVIOR_WORDS)
     assert toy.is_sentence(["the", "cat", fresh.neutral[2], "sleeps", "."], neutral=fresh.neutral)
     assert not toy.is_sentence(["the", "cat", "vexil", "sleeps", "."], neutral=fresh.neutral)
+
+
+def test_the_paper_gate_refuses_a_chosen_sketch_seed(pytester):
+    """Choosing the sketch a verdict is judged under is a selection (issue 21); a bad value is one line."""
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    r = pytester.runpytest("--bt-paper-gate", "--bt-sketch-seed", "1")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["*--bt-paper-gate refuses --bt-sketch-seed 1: choosing the sketch*"])
+    r = pytester.runpytest("--bt-sketch-seed=-1")
+    assert r.ret == pytest.ExitCode.USAGE_ERROR
+    r.stderr.fnmatch_lines(["*sketch_seed: must be an integer in [[]0, 2**31)*(--bt-sketch-seed)*"])
+
+
+def test_a_sketch_seed_builds_the_same_training_under_another_sketch(tmp_path):
+    """--bt-sketch-seed N changes only RunConfig.sketch_seed: another run key (sketches never mix), the same GRPO
+    training (the sketch only records), and derived draws under N and N + 1."""
+    import dataclasses
+
+    import numpy as np
+
+    from bt_bench.fixture.reader import fixture_config, load_fixture
+    from bt_bench.runs.build import build_run
+    from bt_bench.runs.config import make_config
+
+    a = build_run(make_config("smoke", seed=0), tmp_path, progress=False)
+    b = build_run(dataclasses.replace(make_config("smoke", seed=0), sketch_seed=5), tmp_path, progress=False)
+    assert a.key != b.key
+    for col in ("completion_ids", "advantage", "reward"):
+        assert np.array_equal(np.asarray(a.columns[col]), np.asarray(b.columns[col])), col
+    ia, ib = (np.load(r.path / "sketches" / "in_run.npy") for r in (a, b))
+    assert ia.shape == ib.shape and not np.allclose(ia, ib)
+    assert load_fixture(b, fixture_config("smoke", 1), tmp_path).sketch_seeds == [5, 6]

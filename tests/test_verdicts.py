@@ -20,6 +20,8 @@ from bt_bench.checklist.checks import (
     target_dependence as td,
     trigger_token_alignment as tta,
 )
+from bt_bench.checklist.sketch_units import under_sketch_seeds
+
 TH = base.Thresholds(n_resamples=1000)
 
 
@@ -464,3 +466,69 @@ def test_thresholds_defaults_help_and_validation():
         base.Thresholds(bootstrap_seed=-1)
     with pytest.raises(ValueError, match="^unsaturated_low, unsaturated_high:"):
         base.Thresholds(unsaturated_low=0.9)
+
+
+# ------------------------------------------------------------------ sketch seeds (issue 21 item 2)
+def test_under_sketch_seeds_a_verdict_must_hold_under_each():
+    c = make_candidates()
+    args = (c["has_behavior"], c["group"], c["fluency"])
+    good, bad = fc.judge(c["planted"], *args, thresholds=TH), fc.judge(c["random"], *args, thresholds=TH)
+    unit = {"seed": 3, "draw": 1, "sketch_seed": 0}
+    v = under_sketch_seeds([good, good], unit, [0, 1])
+    assert v.outcome == "pass" and "under every one of 2 sketch seeds" in v.reason
+    assert [(u["seed"], u["draw"], u["sketch_seed"], u["outcome"]) for u in v.units] == [(3, 1, 0, "pass"),
+                                                                                         (3, 1, 1, "pass")]
+    assert v.units[1]["metrics"]["auc"]["value"] == good.metrics["auc"].value
+    v = under_sketch_seeds([good, bad], unit, [0, 1])
+    assert v.outcome == "fail" and "moves with the sketch seed (pass under sketch seed 0, fail under sketch seed 1)" \
+        in v.reason
+    one = under_sketch_seeds([good], unit, [0])
+    assert one.outcome == "pass" and one.metrics == good.metrics and one.units[0]["sketch_seed"] == 0
+    unsup = base.Verdict("fluency_confound", "unsupported", {}, "no ranking can pass")
+    v = under_sketch_seeds([unsup, unsup], unit, [0, 1])
+    assert v.outcome == "unsupported" and len(v.units) == 2  # decided by labels alone: one unsupported unit
+    with pytest.raises(ValueError, match="sketch seeds"):
+        under_sketch_seeds([good], unit, [0, 1])
+
+
+class _SketchSuite:
+    """Just what the draw-level cells ask of a ``Suite``: three seeds x three draws of synthetic candidates, each
+    scored by ``scorer(seed index, draw, sketch seed)``."""
+
+    def __init__(self, scorer, sketch_seeds=(0, 1)):
+        self.scorer, self.ks, self.thresholds, self.n_seeds = scorer, list(sketch_seeds), TH, 3
+        self.fixtures = [type("F", (), {"seed": 10 + i})() for i in range(3)]
+
+    def require_applicable(self, *a): pass
+
+    def require_draw(self, *a): pass
+
+    def sketch_seeds(self, i): return self.ks
+
+    def unit(self, i, d=None): return {"seed": 10 + i, "draw": d, "sketch_seed": self.ks[0]}
+
+    def draw(self, i, kind, d):
+        return {**make_candidates(seed=100 * i + d), "seed": 10 + i}
+
+    def draw_scores(self, est, i, kind, d, target_draw=None, sketch_seed=None, **kw):
+        return self.scorer(i, d if target_draw is None else target_draw, sketch_seed, self.draw(i, kind, d))
+
+
+def test_draw_level_cells_judge_every_sketch_seed_and_fail_a_verdict_that_moves():
+    """The cells themselves (fluency_confound, seed_draw_variance): scores that carry the signal under sketch seed 0
+    only pass under that seed alone and fail under two, and every unit names its sketch seed."""
+    def scorer(i, d, k, c):
+        return c["planted"] if k in (0, None) else c["random"]
+
+    v = fc.cell(_SketchSuite(scorer, [0]), "x", 0, 1)
+    assert v.outcome == "pass" and [u["sketch_seed"] for u in v.units] == [0]
+    v = fc.cell(_SketchSuite(scorer), "x", 0, 1)
+    assert v.outcome == "fail" and [u["sketch_seed"] for u in v.units] == [0, 1] and "sketch seed 1" in v.reason
+    v = fc.cell(_SketchSuite(lambda i, d, k, c: c["planted"]), "x", 0, 1)
+    assert v.outcome == "pass"
+    v, _ = sdv.cell(_SketchSuite(lambda i, d, k, c: c["planted"]), "x", 3)
+    assert v.outcome == "pass", v.reason
+    assert len(v.units) == 18 and {u["sketch_seed"] for u in v.units} == {0, 1}
+    assert "(seed, draw, sketch seed)" in v.reason and "variance_share_sketch" in v.metrics
+    v, _ = sdv.cell(_SketchSuite(scorer), "x", 3)
+    assert v.outcome == "fail" and "sketch seed 1" in v.reason

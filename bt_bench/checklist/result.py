@@ -22,7 +22,8 @@ from bt_bench.checklist.base import Outcome
 @dataclasses.dataclass(frozen=True)
 class Unit:
     """One seed, or one seed and draw, of a cell (``part`` names a half of one, e.g. the training half of check 7
-    half); ``metrics``: {name: {value, ci_low, ci_high, n, ...}}."""
+    half; ``sketch_seed`` the sketch seed its sketches and targets were under, None where no sketch was involved,
+    e.g. replayed evidence); ``metrics``: {name: {value, ci_low, ci_high, n, ...}}."""
 
     seed: int | None
     draw: int | None
@@ -30,17 +31,19 @@ class Unit:
     reason: str = ""
     metrics: Mapping = dataclasses.field(default_factory=dict)
     part: str | None = None
+    sketch_seed: int | None = None
 
     def to_dict(self) -> dict:
         d = {"seed": self.seed, "draw": self.draw, "outcome": None if self.outcome is None else self.outcome.value,
              "reason": self.reason, "metrics": dict(self.metrics)}
-        return d | ({"part": self.part} if self.part is not None else {})
+        return (d | ({"part": self.part} if self.part is not None else {})
+                | ({"sketch_seed": self.sketch_seed} if self.sketch_seed is not None else {}))
 
     @classmethod
     def from_dict(cls, d: Mapping) -> Unit:
         o = d.get("outcome")
         return cls(d.get("seed"), d.get("draw"), None if o is None else Outcome(o), d.get("reason") or "",
-                   dict(d.get("metrics") or {}), d.get("part"))
+                   dict(d.get("metrics") or {}), d.get("part"), d.get("sketch_seed"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +71,7 @@ class CellResult:
            key_figure: str | None = None, **info) -> CellResult:
         """The one place a verdict (``bt_bench.checklist.base.Verdict``) becomes a cell result."""
         units = tuple(Unit(u.get("seed"), u.get("draw"), Outcome(u["outcome"]), u.get("reason") or "",
-                           dict(u.get("metrics") or {}), u.get("part")) for u in verdict.units)
+                           dict(u.get("metrics") or {}), u.get("part"), u.get("sketch_seed")) for u in verdict.units)
         # combine() copies each unit's figures under a prefixed name (seed2/draw1/auc): those are the units'; a
         # single unit's figures are its own; what is left is over all units
         own = set(verdict.units[0].get("metrics") or {}) if len(verdict.units) == 1 else set()

@@ -125,8 +125,14 @@ class Suite:
                                 "gradient restricted to the behavior tokens")
 
     def unit(self, i: int, d: int | None = None) -> dict:
-        """The unit of a per-seed (``d`` None) or per-(seed, draw) cell: the fixture's seed, not its index."""
-        return {"seed": self.fixtures[i].seed, "draw": d}
+        """The unit of a per-seed (``d`` None) or per-(seed, draw) cell: the fixture's seed, not its index, and the
+        sketch seed its sketches are under (the run's own; a draw judged under several names each: those cells)."""
+        return {"seed": self.fixtures[i].seed, "draw": d, "sketch_seed": self.sketch_seeds(i)[0]}
+
+    def sketch_seeds(self, i: int) -> list[int]:
+        """The sketch seeds the draws of seed ``i`` are judged under (``Fixture.sketch_seeds``; the first is the
+        run's own, which the training-level checks use)."""
+        return list(getattr(self.fixtures[i], "sketch_seeds", None) or [None])
 
     # ------------------------------------------------------------ training rollouts
     def training(self, i: int) -> dict:
@@ -176,26 +182,30 @@ class Suite:
         return {**fx.draw_rows(kind, d), "seed": fx.seed, "step": fx.chosen(kind)}
 
     def draw_scores(self, name: str, i: int, kind: str, d: int, target_draw: int | None = None,
-                    target_kind: str = "in_context", token: bool = False) -> np.ndarray:
+                    target_kind: str = "in_context", token: bool = False, sketch_seed: int | None = None
+                    ) -> np.ndarray:
         """Scores of the candidates of draw ``d`` against the ``target_kind`` target of draw ``target_draw``
-        (default: the same draw); ``token``: the token-restricted sketches. The placebos
-        (``no_behavior``, ``placebo``) are handed over disguised as the real in_context target."""
+        (default: the same draw); ``token``: the token-restricted sketches; ``sketch_seed``: sketches and target
+        vectors under that sketch seed (None: the run's own). The placebos (``no_behavior``, ``placebo``) are
+        handed over disguised as the real in_context target."""
         td = d if target_draw is None else target_draw
-        key = ("draw", name, i, kind, d, td, target_kind, token)
+        ss = None if sketch_seed is None or sketch_seed == self.sketch_seeds(i)[0] else int(sketch_seed)
+        key = ("draw", name, i, kind, d, td, target_kind, token, ss)
         if key not in self._scores:
-            data, _ = self._draw_data(i, kind, d)
-            _, targets = self._draw_data(i, kind, td)
+            data, _ = self._draw_data(i, kind, d, ss)
+            _, targets = self._draw_data(i, kind, td, ss)
             if token:
                 self._require_token(name)
                 data = data.token_restricted()
             return self._score(key, name, data, targets[target_kind], placebo=is_placebo(target_kind))
         return self._scores[key]
 
-    def _draw_data(self, i: int, kind: str, d: int):
-        """(CandidateData, {kind: Target}) of draw ``d`` at the ``kind`` checkpoint of seed ``i``, built once."""
-        key = ("draw_data", i, kind, d)
+    def _draw_data(self, i: int, kind: str, d: int, sketch_seed: int | None = None):
+        """(CandidateData, {kind: Target}) of draw ``d`` at the ``kind`` checkpoint of seed ``i`` under
+        ``sketch_seed`` (None: the run's own), built once."""
+        key = ("draw_data", i, kind, d, sketch_seed)
         if key not in self._data:
             from bt_bench.estimator.handover import draw_candidates
 
-            self._data[key] = draw_candidates(self.fixtures[i], kind, d)
+            self._data[key] = draw_candidates(self.fixtures[i], kind, d, sketch_seed)
         return self._data[key]

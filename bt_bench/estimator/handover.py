@@ -76,11 +76,13 @@ def _definitions(kind: str, defs: Mapping[int, Mapping[str, np.ndarray]] | None,
             for c, d in defs.items()}
 
 
-def draw_candidates(fixture: Any, kind: str, d: int) -> tuple[CandidateData, dict[str, Target]]:
+def draw_candidates(fixture: Any, kind: str, d: int, sketch_seed: int | None = None
+                    ) -> tuple[CandidateData, dict[str, Target]]:
     """(CandidateData, {target kind: Target}) of draw ``d`` at the ``kind`` ("saturated" / "unsaturated")
-    checkpoint of ``fixture``; LookupError if the fixture has no such checkpoint. Each target is keyed by its
-    stored kind and shown to the estimator as ``shown_kind(kind)``."""
-    data = fixture.draw(kind, d)
+    checkpoint of ``fixture``, sketches and target vectors under ``sketch_seed`` (None: the run's own); LookupError
+    if the fixture has no such checkpoint. Each target is keyed by its stored kind and shown to the estimator as
+    ``shown_kind(kind)``. Nothing handed over names the sketch seed."""
+    data = fixture.draw(kind, d) if sketch_seed is None else fixture.draw(kind, d, sketch_seed)
     rows = {k: v for k, v in data.rows.items() if not is_harness(k)}  # has_trigger: recorded, never handed over
     cands = CandidateData(rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="draw",
                           model_loader=fixture.model, objective=data.objective, token_mask=data.token_mask)

@@ -58,6 +58,8 @@ def bt_runs(pytestconfig, bt_settings):
     cfg, first = make_config(bt_settings.profile), 0
     if bt_settings.gate_seed is not None:  # fresh fixtures (--bt-paper-gate draws the seed, --bt-gate-seed gives it)
         cfg, first = gate_config(bt_settings.profile, bt_settings.gate_seed)
+    if bt_settings.sketch_seed:  # the same training, every sketch under another projection (another run key)
+        cfg = dataclasses.replace(cfg, sketch_seed=bt_settings.sketch_seed)
     n = bt_settings.seeds
     seeds = list(range(first, first + n))
     for seed in _rotated(seeds, pytestconfig):  # warm the cache in parallel across workers

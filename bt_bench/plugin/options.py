@@ -40,6 +40,9 @@ class Settings:
                                    False)
     gate_seed: int | None = _help("build fresh fixtures from this seed (run seeds, base model, nonce trigger and "
                                   "behavior strings); --bt-paper-gate draws one when it is not given", None)
+    sketch_seed: int = _help("sketch seed of the fixtures' runs (RunConfig.sketch_seed): every sketch, in-run and "
+                             "derived, under another random projection; the draws are also judged under the next "
+                             "ones (FixtureConfig.sketch_seeds)", 0)
     timeout: float = _help("time limit in seconds of one estimator fit/score call (0: none)", 3600.0)
     isolation: str = _help("where estimators are imported and run: 'sandbox' (a separate, Landlock-sandboxed "
                            "process), 'process' (separate, not sandboxed), 'none' (in the judging process)", "sandbox")
@@ -63,6 +66,12 @@ class Settings:
         if self.gate_seed is not None and (isinstance(self.gate_seed, bool) or not isinstance(self.gate_seed, int)
                                            or not 0 <= self.gate_seed < 2**31):
             raise ValueError(f"gate_seed: must be an integer in [0, 2**31), got {self.gate_seed!r} (--bt-gate-seed)")
+        if isinstance(self.sketch_seed, bool) or not isinstance(self.sketch_seed, int) or not 0 <= self.sketch_seed < 2**31:
+            raise ValueError(f"sketch_seed: must be an integer in [0, 2**31), got {self.sketch_seed!r} "
+                             "(--bt-sketch-seed)")
+        if self.sketch_seed and (self.fixture or self.evidence):
+            raise ValueError("sketch_seed: a pack's or evidence's sketches are what they were built with; drop "
+                             "--bt-sketch-seed or build fresh fixtures")
         if self.gate_seed is not None and (self.fixture or self.evidence):
             raise ValueError("gate_seed: fresh fixtures are built, never read from --bt-fixture or --bt-evidence; "
                              "drop one of them (--bt-gate-seed)")
@@ -95,6 +104,10 @@ _OPTIONS = {  # name: (type, help)
     "isolation": (str, "where estimators are imported and run: sandbox (default: a separate scoring process that "
                        "cannot read the run cache), process (separate, not sandboxed), none (in-process, to debug "
                        "an estimator; refused by --bt-paper-gate)"),
+    "sketch-seed": (int, "sketch seed of the fixtures' runs (default 0): the same training under another random "
+                         "projection of every gradient sketch, to measure whether a verdict moves with the "
+                         "instrument (the draws are judged under this seed and the next ones anyway). Refused by "
+                         "--bt-paper-gate: choosing a sketch seed is a selection"),
     "gate-seed": (int, "build fresh fixtures from this seed: run seeds, the embedded base model, and its trigger and "
                        "behavior as nonce strings drawn with the profile's token lengths. --bt-paper-gate draws it at "
                        "gate time and reports it; pass it to reproduce that gate run exactly"),
@@ -164,6 +177,10 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--bt-paper-gate refuses modified thresholds: " + ", ".join(
             f"{k}={v['value']!r} (default {v['default']!r})" for k, v in mod.items())
             + "; remove them from [tool.bt_bench.thresholds] (or do not use --bt-paper-gate)")
+    if s.paper_gate and s.sketch_seed:
+        raise pytest.UsageError(f"--bt-paper-gate refuses --bt-sketch-seed {s.sketch_seed}: choosing the sketch a "
+                                "verdict is judged under is a selection (the gate judges each draw under the default "
+                                "sketch seeds)")
     if s.paper_gate:
         refuse_unsealed(s)
         if s.gate_seed is None:

@@ -149,7 +149,8 @@ def plot_lift(report: dict) -> bytes | None:
 
 
 def _unit_label(u: dict) -> str:
-    return f"s{u['seed']}" + ("" if u.get("draw") is None else f"/d{u['draw']}")
+    return (f"s{u['seed']}" + ("" if u.get("draw") is None else f"/d{u['draw']}")
+            + ("" if u.get("sketch_seed") in (None, 0) else f"/k{u['sketch_seed']}"))
 
 
 def plot_auc(report: dict) -> bytes | None:
@@ -158,7 +159,8 @@ def plot_auc(report: dict) -> bytes | None:
     feeds "variance_shares" in the title)."""
     per = {e: [u for u in us if "auc" in u["metrics"]]
            for e, us in _per_estimator(report, _fed_by("auc_vs_fluency")).items()}
-    per = {e: sorted(us, key=lambda u: (str(u["seed"]), str(u["draw"]))) for e, us in per.items() if us}
+    per = {e: sorted(us, key=lambda u: (str(u["seed"]), str(u["draw"]), str(u.get("sketch_seed"))))
+           for e, us in per.items() if us}
     if not per:
         return None
     sdv = _per_estimator(report, _fed_by("variance_shares"))

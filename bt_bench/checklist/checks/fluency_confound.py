@@ -14,7 +14,6 @@ from bt_bench.checklist.base import (
     out_of_reach,
     pass_fail,
     supported_or,
-    with_unit,
 )
 from bt_bench.checklist.bootstrap import (
     auc_bootstrap,
@@ -24,6 +23,7 @@ from bt_bench.checklist.bootstrap import (
 from bt_bench.checklist.evidence_judging import draw_unit, draws_of_kind, per_item, skip
 from bt_bench.checklist.figures import fig
 from bt_bench.checklist.metrics import as_vector
+from bt_bench.checklist.sketch_units import under_sketch_seeds
 from bt_bench.checklist.spec import CheckSpec, step_level_on_draws
 
 NAME = "fluency_confound"
@@ -57,10 +57,11 @@ def judge(scores, has_behavior, group, fluency, *, thresholds: Thresholds = Thre
 def cell(suite, est: str, i: int, d: int) -> Verdict:
     suite.require_applicable(NAME, est)
     suite.require_draw(i, "saturated")
-    s = suite.draw_scores(est, i, "saturated", d)
     r = suite.draw(i, "saturated", d)
-    return with_unit(judge(s, r["has_behavior"], r["group"], r["fluency"], thresholds=suite.thresholds),
-                     suite.unit(i, d))
+    ks = suite.sketch_seeds(i)
+    return under_sketch_seeds([judge(suite.draw_scores(est, i, "saturated", d, sketch_seed=k), r["has_behavior"],
+                                     r["group"], r["fluency"], thresholds=suite.thresholds) for k in ks],
+                              suite.unit(i, d), ks)
 
 
 def figure_parts(us: list[dict]) -> list[str | None]:

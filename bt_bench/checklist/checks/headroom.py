@@ -16,12 +16,12 @@ from bt_bench.checklist.base import (
     run_arrays,
     supported_or,
     window_support,
-    with_unit,
 )
 from bt_bench.checklist.bootstrap import auc_bootstrap, normalized_gain_bootstrap
 from bt_bench.checklist.evidence_judging import draws_of_kind, per_item, skip
 from bt_bench.checklist.figures import fig
 from bt_bench.checklist.metrics import as_vector, ranking_metrics
+from bt_bench.checklist.sketch_units import under_sketch_seeds
 from bt_bench.checklist.spec import CheckSpec
 
 NAME = "headroom"
@@ -84,12 +84,16 @@ def cell(suite, est: str, i: int, d: int) -> Verdict:
         kw = {"unsat_applicable": False}  # one score per step cannot rank the candidates of one checkpoint
     elif suite.has_draw(i, "unsaturated") is None:
         r = suite.draw(i, "unsaturated", d)
-        kw = {"unsat_scores": suite.draw_scores(est, i, "unsaturated", d), "unsat_has_behavior": r["has_behavior"],
-              "unsat_group": r["group"]}
+        ks = suite.sketch_seeds(i)  # the window gain is the training rollouts' (the run's own sketch); the AUC each
+        return under_sketch_seeds([judge(train, t["is_gt"], t["step"], W=t["W"], nonzero=t["nonzero"],
+                                         thresholds=suite.thresholds,
+                                         unsat_scores=suite.draw_scores(est, i, "unsaturated", d, sketch_seed=k),
+                                         unsat_has_behavior=r["has_behavior"], unsat_group=r["group"])
+                                   for k in ks], suite.unit(i, d), ks)
     v = judge(train, t["is_gt"], t["step"], W=t["W"], nonzero=t["nonzero"], thresholds=suite.thresholds, **kw)
     if not kw and v.outcome == "error":
         v = Verdict(v.check, v.outcome, v.metrics, f"{v.reason} ({suite.has_draw(i, 'unsaturated')})")
-    return with_unit(v, suite.unit(i, d))
+    return under_sketch_seeds([v], suite.unit(i, d), suite.sketch_seeds(i)[:1])
 
 
 def figure_parts(us: list[dict]) -> list[str | None]:

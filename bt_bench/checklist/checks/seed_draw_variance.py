@@ -19,14 +19,16 @@ from bt_bench.checklist.spec import CheckSpec, step_level_on_draws
 NAME = "seed_draw_variance"
 
 
-def judge(seed, draw, residual_auc, residual_ci_low, *, stability_seed, stability_spearman,
+def judge(seed, draw, residual_auc, residual_ci_low, *, stability_seed, stability_spearman, sketch_seed=None,
           thresholds: Thresholds = Thresholds()) -> Verdict:
-    """From per-(seed, draw) residualized AUCs and per-seed draw-stability Spearman values.
+    """From per-(seed, draw) residualized AUCs and per-seed draw-stability Spearman values; with ``sketch_seed``,
+    per (seed, draw, sketch seed): each draw judged under every sketch seed.
 
     No flip: the verdict "residualized AUC CI low > residual_auc_bar" is the same on every (seed, draw)
-    and positive.  Draw stability: every Spearman of scores under two draws' targets (same candidates)
-    >= draw_spearman, and every seed has one.  Fewer than min_seeds x min_draws -> error.  Reports the
-    share of the residualized AUC's variance between seeds vs between draws (metrics.variance_shares).
+    (and sketch seed) and positive.  Draw stability: every Spearman of scores under two draws' targets (same
+    candidates) >= draw_spearman, and every seed has one.  Fewer than min_seeds x min_draws -> error.  Reports the
+    share of the residualized AUC's variance between seeds vs within them (metrics.variance_shares); with sketch
+    seeds also the share between sketch seeds of one (seed, draw).
     """
     th = thresholds
     sd = as_vector("seed", seed, kind="int")
@@ -53,45 +55,70 @@ def judge(seed, draw, residual_auc, residual_ci_low, *, stability_seed, stabilit
           "min_draw_spearman": Metric(float(sp.min()), n=len(sp)),
           "variance_share_seed": Metric(share_seed, n=len(auc)),
           "variance_share_draw": Metric(share_draw, n=len(auc))}
-    flips = [f"seed {int(s)} draw {int(d)}" for s, d, p in zip(sd, dr, positive) if not p]
+    ks = None if sketch_seed is None else as_vector("sketch_seed", sketch_seed, n=len(sd), ref="seed", kind="int")
+    if ks is not None and len(np.unique(ks)) > 1:
+        ms["variance_share_sketch"] = Metric(sketch_share(auc, sd, dr), n=len(auc))
+    flips = [f"seed {int(s)} draw {int(d)}" + ("" if ks is None else f" sketch seed {int(ks[j])}")
+             for j, (s, d, p) in enumerate(zip(sd, dr, positive)) if not p]
+    what = "(seed, draw)" if ks is None else "(seed, draw, sketch seed)"
+    sk = f" (sketch seeds {ms['variance_share_sketch'].value:.2f})" if "variance_share_sketch" in ms else ""
     reason = (f"residualized AUC CI low > {th.residual_auc_bar} on {int(positive.sum())}/{len(positive)} "
-              f"(seed, draw) ({mark(no_flip)}" + (f"; not on {', '.join(flips)}" if flips else "") + "); "
+              f"{what} ({mark(no_flip)}" + (f"; not on {', '.join(flips)}" if flips else "") + "); "
               f"min draw Spearman {sp.min():.4f} (>= {th.draw_spearman}: {mark(stable)}); variance share "
-              f"seed {share_seed:.2f} / draw {share_draw:.2f}")
+              f"seed {share_seed:.2f} / draw {share_draw:.2f}{sk}")
     return make_verdict(NAME, pass_fail(no_flip and stable), ms, reason)
 
 
-def residual_auc_units(seed, draw, residual, *, thresholds: Thresholds = Thresholds()) -> list[dict]:
-    """The units of this check as data (``Verdict.units``): per (seed, draw) its residualized AUC (a
-    ``bootstrap.BootstrapResult``) and whether its CI lower bound clears residual_auc_bar."""
+def sketch_share(values, seed, draw) -> float:
+    """Share of the variance of ``values`` within (seed, draw) cells, i.e. between the sketch seeds of one draw
+    (NaN when all values agree)."""
+    v = np.asarray(values, float)
+    total = float(((v - v.mean()) ** 2).sum())
+    if total == 0:
+        return float("nan")
+    cells = {}
+    for j, key in enumerate(zip(np.asarray(seed).tolist(), np.asarray(draw).tolist())):
+        cells.setdefault(key, []).append(j)
+    within = sum(float(((v[j] - v[j].mean()) ** 2).sum()) for j in map(np.asarray, cells.values()))
+    return within / total
+
+
+def residual_auc_units(seed, draw, residual, *, sketch_seed=None, thresholds: Thresholds = Thresholds()
+                       ) -> list[dict]:
+    """The units of this check as data (``Verdict.units``): per (seed, draw) (and sketch seed, when given) its
+    residualized AUC (a ``bootstrap.BootstrapResult``) and whether its CI lower bound clears residual_auc_bar."""
     th = thresholds
-    return [{"seed": int(s), "draw": int(d), "outcome": pass_fail(r.ci_low > th.residual_auc_bar),
+    ks = [None] * len(residual) if sketch_seed is None else list(sketch_seed)
+    return [{"seed": int(s), "draw": int(d), **({} if k is None else {"sketch_seed": int(k)}),
+             "outcome": pass_fail(r.ci_low > th.residual_auc_bar),
              "reason": f"residualized AUC {r.estimate:.4f} (CI low {r.ci_low:.4f})",
-             "metrics": {"residualized_auc": Metric.of(r).to_dict()}} for s, d, r in zip(seed, draw, residual)]
+             "metrics": {"residualized_auc": Metric.of(r).to_dict()}} for s, d, k, r in zip(seed, draw, ks, residual)]
 
 
 def cell(suite, est: str, draws: int) -> tuple[Verdict, list[float]]:
-    """Aggregate over every seed and draw: residualized AUC per (seed, draw) at the saturated checkpoint (the
-    verdict's units), and draw stability (Spearman of the draw-0 candidates' scores under two different draws'
-    targets; returned as the series of every pair)."""
+    """Aggregate over every seed, draw and sketch seed: residualized AUC per (seed, draw, sketch seed) at the
+    saturated checkpoint (the verdict's units), and draw stability (Spearman of the draw-0 candidates' scores under
+    two different draws' targets, under each sketch seed; returned as the series of every pair)."""
     suite.require_applicable(NAME, est)
     th = suite.thresholds
-    seed, draw, res, sp_seed, sp = [], [], [], [], []
+    seed, draw, ks, res, sp_seed, sp = [], [], [], [], [], []
     for i in range(suite.n_seeds):
         suite.require_draw(i, "saturated")
-        for d in range(draws):
-            r = suite.draw(i, "saturated", d)
-            res.append(bootstrap.residualized_auc_bootstrap(suite.draw_scores(est, i, "saturated", d),
-                                                            r["fluency"], r["has_behavior"], r["group"],
-                                                            **th.bootstrap))
-            seed.append(r["seed"]), draw.append(d)
-        fixed = [suite.draw_scores(est, i, "saturated", 0, target_draw=d) for d in range(draws)]
-        for a, b in itertools.combinations(range(draws), 2):
-            sp_seed.append(suite.fixtures[i].seed)
-            sp.append(metrics.spearman(fixed[a], fixed[b]))
+        for k in suite.sketch_seeds(i):  # every draw under every sketch seed: a verdict must hold under each
+            for d in range(draws):
+                r = suite.draw(i, "saturated", d)
+                res.append(bootstrap.residualized_auc_bootstrap(
+                    suite.draw_scores(est, i, "saturated", d, sketch_seed=k), r["fluency"], r["has_behavior"],
+                    r["group"], **th.bootstrap))
+                seed.append(r["seed"]), draw.append(d), ks.append(k)
+            fixed = [suite.draw_scores(est, i, "saturated", 0, target_draw=d, sketch_seed=k) for d in range(draws)]
+            for a, b in itertools.combinations(range(draws), 2):
+                sp_seed.append(suite.fixtures[i].seed)
+                sp.append(metrics.spearman(fixed[a], fixed[b]))
+    known = None if None in ks else ks
     v = judge(seed, draw, [x.estimate for x in res], [x.ci_low for x in res],
-              stability_seed=sp_seed, stability_spearman=sp, thresholds=th)
-    v = dataclasses.replace(v, units=residual_auc_units(seed, draw, res, thresholds=th))
+              stability_seed=sp_seed, stability_spearman=sp, sketch_seed=known, thresholds=th)
+    v = dataclasses.replace(v, units=residual_auc_units(seed, draw, res, sketch_seed=known, thresholds=th))
     return v, [float(x) for x in sp]
 
 

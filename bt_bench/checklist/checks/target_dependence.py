@@ -90,17 +90,21 @@ def cell(suite, est: str, i: int, draws: int) -> Verdict:
     fx = suite.fixtures[i]
     vs = [judge_training(suite.training_scores(est, i), suite.training_scores(est, i, "no_behavior"),
                          t["is_gt"], t["step"], thresholds=suite.thresholds)]
-    units = [{"seed": fx.seed, "draw": None, "part": "training"}]
+    ks = suite.sketch_seeds(i)  # the training half under the run's own sketch, each draw under every sketch seed
+    units = [{"seed": fx.seed, "draw": None, "part": "training", "sketch_seed": ks[0]}]
     if getattr(suite.estimator(est), "level", "rollout") != "step":
         suite.require_draw(i, "saturated")
         for d in range(draws):
             r = suite.draw(i, "saturated", d)
-            vs.append(judge_draw(suite.draw_scores(est, i, "saturated", d),
-                                 suite.draw_scores(est, i, "saturated", d, target_kind="no_behavior"),
-                                 r["has_behavior"], r["group"], thresholds=suite.thresholds))
-            units.append({"seed": fx.seed, "draw": d, "part": "draw"})
-    return combine(vs, labels=[f"seed{fx.seed}" if u["draw"] is None else f"seed{fx.seed}/draw{u['draw']}"
-                               for u in units], units=units)
+            for k in ks:
+                vs.append(judge_draw(suite.draw_scores(est, i, "saturated", d, sketch_seed=k),
+                                     suite.draw_scores(est, i, "saturated", d, target_kind="no_behavior",
+                                                       sketch_seed=k),
+                                     r["has_behavior"], r["group"], thresholds=suite.thresholds))
+                units.append({"seed": fx.seed, "draw": d, "part": "draw", "sketch_seed": k})
+    return combine(vs, labels=[(f"seed{fx.seed}" if u["draw"] is None else f"seed{fx.seed}/draw{u['draw']}")
+                               + ("" if len(ks) == 1 else f"/sketch_seed{u['sketch_seed']}") for u in units],
+                   units=units)
 
 
 def figure_parts(us: list[dict]) -> list[str | None]:

@@ -17,12 +17,12 @@ from bt_bench.checklist.base import (
     make_verdict,
     mark,
     pass_fail,
-    with_unit,
 )
 from bt_bench.checklist.bootstrap import mean_bootstrap, paired_difference_bootstrap
 from bt_bench.checklist.evidence_judging import per_item
 from bt_bench.checklist.figures import fig
 from bt_bench.checklist.metrics import as_vector
+from bt_bench.checklist.sketch_units import under_sketch_seeds
 from bt_bench.checklist.spec import CheckSpec, step_level_on_draws
 
 NAME = "trigger_token_alignment"
@@ -86,17 +86,22 @@ def cell(suite, est: str, i: int, draws: int) -> tuple[Verdict, dict]:
 
     suite.require_applicable(NAME, est)
     suite.require_draw(i, "saturated")
-    out: dict[str, list] = {"in_context": [], "placebo": [], "constructed": [], "response": []}
-    for d in range(draws):
-        beh = suite.draw(i, "saturated", d)["has_behavior"]
-        for kind in ("in_context", "placebo", "constructed"):
-            out[kind].append(suite.draw_scores(est, i, "saturated", d, target_kind=kind, token=True)[beh])
-        out["response"].append(np.asarray(suite.draw(i, "saturated", d)["group"])[beh])  # prompt id
-    t = {k: np.concatenate(v) for k, v in out.items()}
-    v = judge(t["in_context"], t["placebo"], response=t["response"], constructed=t["constructed"],
-              cosine_scale=is_cosine_scale(suite.estimator(est)), thresholds=suite.thresholds)
-    series = {k: [float(x) for x in t[k]] for k in ("in_context", "placebo", "constructed")}
-    return with_unit(v, suite.unit(i)), series
+    ks = suite.sketch_seeds(i)
+    vs, series = [], None
+    for k in ks:  # the pooled verdict under each sketch seed; it must hold under every one
+        out: dict[str, list] = {"in_context": [], "placebo": [], "constructed": [], "response": []}
+        for d in range(draws):
+            beh = suite.draw(i, "saturated", d)["has_behavior"]
+            for kind in ("in_context", "placebo", "constructed"):
+                out[kind].append(suite.draw_scores(est, i, "saturated", d, target_kind=kind, token=True,
+                                                   sketch_seed=k)[beh])
+            out["response"].append(np.asarray(suite.draw(i, "saturated", d)["group"])[beh])  # prompt id
+        t = {key: np.concatenate(v) for key, v in out.items()}
+        vs.append(judge(t["in_context"], t["placebo"], response=t["response"], constructed=t["constructed"],
+                        cosine_scale=is_cosine_scale(suite.estimator(est)), thresholds=suite.thresholds))
+        if series is None:  # the plotted series: the run's own sketch
+            series = {key: [float(x) for x in t[key]] for key in ("in_context", "placebo", "constructed")}
+    return under_sketch_seeds(vs, suite.unit(i), ks), series
 
 
 def figure_parts(us: list[dict]) -> list[str | None]:
