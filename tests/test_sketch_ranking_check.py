@@ -60,7 +60,7 @@ def test_judge_by_hand():
     na = {"seed": 0, "draws": [], "not_applicable": "the model is wider than the exact preset"}
     assert R.judge([na]) == [] and R.key_figure([na]).startswith("not applicable")
     line = R.key_figure([good])
-    assert line.startswith("3 draws vs exact: tracin rho 0.960, gap 0.030")
+    assert line.startswith("3 sketched draws vs exact: tracin rho 0.960, gap 0.030")
 
 
 def test_compare_draw_reads_within_group_pairs():
@@ -81,13 +81,15 @@ def test_tiny_fixture_passes_and_noisy_sketches_fail(tiny_fixture, monkeypatch):
     torch.set_num_threads(1)
     cfg = R.RankConfig(draws=2)
     rep = R.fixture_ranking(tiny_fixture, cfg)
-    assert rep["not_applicable"] is None and len(rep["draws"]) == 2
+    assert rep["not_applicable"] is None and len(rep["draws"]) == 2 * len(tiny_fixture.sketch_seeds)
+    assert {d["sketch_seed"] for d in rep["draws"]} == set(tiny_fixture.sketch_seeds)  # every one the checks judge
     assert R.judge([rep]) == [], R.judge([rep])
     original = type(tiny_fixture).draw
 
-    def noisy(self, kind, d):  # each row's stored sketch swapped with its group neighbour's: sketches that rank the
-        data = original(self, kind, d)  # group's candidates in another order (isotropic noise, even as large as a row,
-        c = next(iter(data.sketches["checkpoint"]))  # barely moves an inner product with a fixed target: JL at work)
+    def noisy(self, kind, d, sketch_seed=None):  # each row's stored sketch swapped with its group neighbour's: sketches
+        data = original(self, kind, d, sketch_seed)  # that rank the group's candidates in another order (isotropic noise,
+        c = next(iter(data.sketches["checkpoint"]))  # even as large as a row, barely moves an inner product with a fixed
+        # target: JL at work)
         g = np.asarray(data.sketches["checkpoint"][c])
         group = np.asarray(self.draw_rows(kind, d)["group"])
         idx = np.arange(len(g))
