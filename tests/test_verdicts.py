@@ -532,3 +532,36 @@ def test_draw_level_cells_judge_every_sketch_seed_and_fail_a_verdict_that_moves(
     assert "(seed, draw, sketch seed)" in v.reason and "variance_share_sketch" in v.metrics
     v, _ = sdv.cell(_SketchSuite(scorer), "x", 3)
     assert v.outcome == "fail" and "sketch seed 1" in v.reason
+
+
+def test_target_dependence_cell_judges_each_draw_under_every_sketch_seed():
+    """Check 7's draw half: one unit per (draw, sketch seed), the training half under the run's own sketch; a draw
+    whose real-vs-placebo gap exists under sketch seed 0 only fails the seed."""
+    run = make_run()
+
+    class Suite(_SketchSuite):
+        def training(self, i):
+            return {"is_gt": run["is_gt"], "step": run["step"]}
+
+        def training_scores(self, est, i, kind="in_context"):
+            return run["planted"] if kind == "in_context" else run["random"]
+
+        def estimator(self, est):
+            return type("E", (), {"level": "rollout"})()
+
+    def scorer(moves):
+        def f(i, d, k, c, kind="in_context"):
+            return c["planted"] if kind == "in_context" or (moves and k == 1) else c["random"]
+        return f
+
+    class Kinds(Suite):
+        def draw_scores(self, est, i, kind, d, target_draw=None, sketch_seed=None, target_kind="in_context", **kw):
+            return self.scorer(i, d, sketch_seed, self.draw(i, kind, d), target_kind)
+
+    v = td.cell(Kinds(scorer(False)), "x", 0, 3)
+    assert v.outcome == "pass", v.reason
+    assert [(u["part"], u["draw"], u["sketch_seed"]) for u in v.units] == [("training", None, 0)] + [
+        ("draw", d, k) for d in range(3) for k in (0, 1)]
+    v = td.cell(Kinds(scorer(True)), "x", 0, 3)
+    assert v.outcome == "fail" and "sketch_seed1" in v.reason
+    assert [u["outcome"] for u in v.units if u["part"] == "draw"] == ["pass", "fail"] * 3
