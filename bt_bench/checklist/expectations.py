@@ -122,9 +122,10 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.6 vs norm 3.2: difference CI includes 0)"),
         "fluency_confound": (_F, _PAPER_FLU + " (fails 4 of 9 draws: paired difference with fluency straddles 0)"),
         "headroom": (_F, _PAPER_HEAD + " (window gain 0.51, CI low -0.27)"),
-        "seed_draw_variance": (_F, "residualized AUC 0.68, CI low > 0.5 on 4 of 9 draws (lowest 0.38) under the "
-                                   "default sketch since 2026-12-04, as exact TracIn (4 of 9); the compact sketch's "
-                                   "PASS (0.85, lowest CI low 0.72) was that sketch's distortion: finding 3 reproduces"),
+        "seed_draw_variance": (_F, "residualized AUC 0.68, CI low > 0.5 on 4 of 9 draws under sketch seed 0 and 6 "
+                                   "of 9 under sketch seed 1 (lowest 0.38) with the default sketch since 2026-12-04, "
+                                   "as exact TracIn (4 of 9); the compact sketch's PASS (0.85, lowest CI low 0.72) "
+                                   "was that sketch's distortion: finding 3 reproduces"),
         "trigger_token_alignment": (_P, _ALIGN),
         "advantage_baseline": (_F, _ADV + " (precision 0.35 below it)"),
         "target_dependence": (_F, "Llama toy: the draw AUC follows the target (+0.83 to +0.98) but training "
@@ -147,9 +148,9 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "gradient_norm_baseline": (_F, _PAPER_NORM + " (lift 3.1 vs norm 3.2)"),
         "fluency_confound": (_F, _PAPER_FLU + " (AUC 0.88 vs fluency 0.98)"),
         "headroom": (_F, _PAPER_HEAD + " (window gain 0.25, CI low -0.25)"),
-        "seed_draw_variance": (_F, "residualized AUC 0.58, CI low > 0.5 on 4 of 9 draws (lowest 0.48), draw Spearman "
-                                   "0.68, under the default sketch since 2026-12-04 (compact sketch: 0.72, lowest CI "
-                                   "low 0.56: PASS)"),
+        "seed_draw_variance": (_F, "residualized AUC 0.58, CI low > 0.5 on 4 of 9 draws under sketch seed 0 and 7 "
+                                   "of 9 under sketch seed 1 (lowest 0.48), draw Spearman 0.68, under the default "
+                                   "sketch since 2026-12-04 (compact sketch: 0.72, lowest CI low 0.56: PASS)"),
         "trigger_token_alignment": (_F, "against a placebo at the real target's norm the whitened "
                                         "in_context-minus-placebo difference (+0.002-0.003) has CI low -0.002 to "
                                         "-0.003 on every seed; the earlier pass (CI low +0.0005 to +0.0014) came "
@@ -178,8 +179,9 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
         "headroom": (_F, "window gain 0.38/-0.04/0.19 (CI low 0.18/-0.18/-0.02) under the default sketch since "
                          "2026-12-04, so 6 of 9 units fail (its in-run sketches are the run's; the compact sketch: "
                          "gain 0.17/0.33/0.49, CI low >= 0.04, PASS)"),
-        "seed_draw_variance": (_F, "residualized AUC 0.68, CI low > 0.5 on 4 of 9 draws (lowest 0.38) under the "
-                                   "default sketch since 2026-12-04 (compact sketch: 0.75, lowest CI low 0.52: PASS)"),
+        "seed_draw_variance": (_F, "residualized AUC 0.68, CI low > 0.5 on 4 of 9 draws under sketch seed 0 and 6 "
+                                   "of 9 under sketch seed 1 (lowest 0.38) with the default sketch since 2026-12-04 "
+                                   "(compact sketch: 0.75, lowest CI low 0.52: PASS)"),
         "trigger_token_alignment": (_P, "in_context minus placebo +16 to +109 (dot products, the placebo at the "
                                         "real target's norm), CI above 0"),
         "advantage_baseline": (_F, _ADV + " (precision 0.23-0.30 below it)"),
