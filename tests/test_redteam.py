@@ -191,7 +191,9 @@ def test_prepared_knowledge_fails_the_paper_gate(attack, built, gate_built, tmp_
         assert lab["gradient_norm_baseline"] == "PASS" and lab["target_dependence"] == "PASS", (lab, out[-2000:])
     else:  # its factor tells the placebo on fresh draws (AUC 1.0 vs ~0.5); on training rollouts the placebo points
         # the same way, and its gradient_norm_baseline pass is marginal (CI low +0.003 on one build, FAIL on another)
-        assert all(f"seed{s}/draw0: pass" in reasons(doc) for s in range(3)), reasons(doc)[:2000]
+        # (every draw is judged under two sketch seeds: the units read seed<s>/draw<d>/sketch_seed<k>)
+        assert all(f"seed{s}/draw0/sketch_seed{k}: pass" in reasons(doc) for s in range(3) for k in (0, 1)), \
+            reasons(doc)[:2000]
     rc, out, doc = run_checks(cls, tmp_path, gate_built, *GATE, path=path)
     lab = labels(doc)
     assert rc == 1, out[-3000:]
