@@ -50,3 +50,38 @@ def test_retrieval_controls_find_the_behavior_rows_by_their_tokens(draw, cls):
     assert auc > 0.7, auc  # the in_context target is built from the behavior's tokens
     placebo = score_estimator(cls(), data, targets["no_behavior"], placebo=True)
     assert not np.allclose(placebo, s)  # it reads the target: the placebo's rows move it
+
+
+# ---------------------------------------------------------------- check 8, retrieval_baseline
+def _synthetic():
+    from tests.test_verdicts import make_candidates, make_run
+
+    r, c = make_run(), make_candidates()
+    rng = np.random.default_rng(7)
+    # a retrieval control that finds most of the signal: the GT / behavior indicator plus noise
+    ctrl_r = {"bm25": r["is_gt"] + rng.normal(0, 0.3, len(r["step"])), "repsim": rng.random(len(r["step"]))}
+    ctrl_c = {"bm25": c["has_behavior"] + rng.normal(0, 0.8, len(c["group"])), "repsim": rng.random(len(c["group"]))}
+    return r, c, ctrl_r, ctrl_c
+
+
+def test_retrieval_baseline_oracle_passes_random_norm_and_the_controls_fail():
+    from bt_bench.checklist.base import Thresholds
+    from bt_bench.checklist.checks import retrieval_baseline as rb
+
+    th = Thresholds(n_resamples=1000)
+    r, c, ctrl_r, ctrl_c = _synthetic()
+    v = rb.judge_training(r["is_gt"].astype(float), ctrl_r, r["is_gt"], r["step"], thresholds=th)
+    assert v.outcome == "pass", v.reason
+    assert set(v.metrics) == {"precision_minus_bm25", "precision_minus_repsim"}
+    v = rb.judge_draw(c["has_behavior"].astype(float), ctrl_c, c["has_behavior"], c["group"], thresholds=th)
+    assert v.outcome == "pass", v.reason
+    for bad in (r["random"], r["norm_only"], ctrl_r["bm25"]):
+        v = rb.judge_training(bad, ctrl_r, r["is_gt"], r["step"], thresholds=th)
+        assert v.outcome == "fail", v.reason
+    for bad in (c["random"], c["fluency_like"], ctrl_c["bm25"]):
+        v = rb.judge_draw(bad, ctrl_c, c["has_behavior"], c["group"], thresholds=th)
+        assert v.outcome == "fail", v.reason
+    # beating one control is not enough: a score that beats repsim (noise) but not bm25 fails
+    v = rb.judge_draw(c["has_behavior"] + np.random.default_rng(1).normal(0, 0.8, len(c["group"])), ctrl_c,
+                      c["has_behavior"], c["group"], thresholds=th)
+    assert v.outcome == "fail" and "minus bm25" in v.reason
