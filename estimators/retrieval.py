@@ -58,8 +58,9 @@ def bm25_scores(docs: list[np.ndarray], query: np.ndarray, k1: float = 1.5, b: f
 
 
 class BM25:
-    """BM25 between each candidate's completion tokens and the target's tokens (its rows' tokens at the target's
-    token mask: the behavior span for ``in_context``), at the target's final step. ``bm25_scores`` has the formula."""
+    """BM25 between each candidate's completion tokens and the target's tokens: score_i = BM25(completion_i, q), q
+    the target's rows' tokens at its token mask (the behavior span for ``in_context``) at the target's final step
+    (``bm25_scores`` has the formula). No gradient, no advantage: a zero-gradient rollout scores like any other."""
 
     name = "bm25"
     description = "BM25 of the completion against the target's masked tokens; a text-retrieval control"
@@ -77,8 +78,8 @@ class BM25:
 
 
 class RepSim:
-    """RepSim (DATE-LM): cosine between the candidate's and the target's mean last-layer hidden state at the target's
-    final checkpoint. A candidate's is the mean over its completion tokens; the target's the mean over its rows of the
+    """RepSim (DATE-LM): score_i = cos(h_i, h_target), the mean last-layer hidden states at the target's final
+    checkpoint. A candidate's is the mean over its completion tokens; the target's the mean over its rows of the
     mean over each row's masked positions (the behavior span for ``in_context``: where the behavior occurs). The model
     is loaded once per call, forward only."""
 

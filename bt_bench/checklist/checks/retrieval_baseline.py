@@ -74,6 +74,17 @@ def judge_draw(scores, controls: Mapping[str, object], has_behavior, group, *,
     return supported_or(NAME, out_of_reach(reach), pass_fail(all(oks)), metrics, "; ".join(parts))
 
 
+def judge(scores, controls: Mapping[str, object], is_gt, step, draw_scores=None, draw_controls=None,
+          has_behavior=None, group=None, *, thresholds: Thresholds = Thresholds()) -> Verdict:
+    """One seed's training half and, when ``draw_scores`` is given, one draw: both must pass (a draw that cannot
+    support a verdict decides as it is)."""
+    tv = judge_training(scores, controls, is_gt, step, thresholds=thresholds)
+    if draw_scores is None:
+        return tv
+    dv = judge_draw(draw_scores, draw_controls or {}, has_behavior, group, thresholds=thresholds)
+    return combine([tv, dv], labels=["training", "draw"])
+
+
 def cell(suite, est: str, i: int, draws: int) -> Verdict:
     """Seed ``i``: the training half (every TracIn checkpoint's in_context target), then every draw at the saturated
     checkpoint under every sketch seed; each unit must pass."""
@@ -112,7 +123,7 @@ SPEC = CheckSpec(
     name=NAME, order=8, unit="seed", title="beats text and representation retrieval (bm25, repsim) (ours)",
     finding="The behavior is a literal string and the target is built from completions that contain it: retrieval "
             "finds GT without attributing (in fact tracing BM25 beats gradient attribution, Akyurek et al. 2022).",
-    cell=cell, judge=judge_training, figure_parts=figure_parts, not_applicable=not_applicable,
+    cell=cell, judge=judge, figure_parts=figure_parts, not_applicable=not_applicable,
     thresholds={"retrieval_margin": "CI lower bounds of precision@|GT| (training, step bootstrap) and of the "
                                     "within-group AUC (draws, group bootstrap), each minus every retrieval "
                                     "control's, paired, must exceed this"})
