@@ -58,7 +58,8 @@ def test_bad_settings_name_the_setting(override, needle):
 
 
 def test_unknown_profile_and_setting():
-    with pytest.raises(ValueError, match=r"unknown profile 'huge': allowed \['bpe', 'paper', 'smoke', 'tiny'\]"):
+    with pytest.raises(ValueError, match=r"unknown profile 'huge': allowed \['bpe', 'bpe_family', 'paper', 'smoke', "
+                                         r"'tiny', 'tiny_family'\]"):
         make_config("huge")
     with pytest.raises(ValueError, match="unknown setting"):
         make_config("tiny", stepz=3)
@@ -93,9 +94,10 @@ def test_cli_bad_input_fails_before_work(argv, needle, capsys, tmp_path):
 def test_profiles_are_one_object_each():
     from bt_bench.runs.config import PROFILES, Profile, get_profile
 
-    assert sorted(PROFILES) == ["bpe", "paper", "smoke", "tiny"]
+    assert sorted(PROFILES) == ["bpe", "bpe_family", "paper", "smoke", "tiny", "tiny_family"]
     assert all(isinstance(p, Profile) and p.name == n for n, p in PROFILES.items())
-    with pytest.raises(ValueError, match=r"unknown profile 'huge': allowed \['bpe', 'paper', 'smoke', 'tiny'\]"):
+    with pytest.raises(ValueError, match=r"unknown profile 'huge': allowed \['bpe', 'bpe_family', 'paper', 'smoke', "
+                                         r"'tiny', 'tiny_family'\]"):
         get_profile("huge")
     smoke, tiny = get_profile("smoke"), get_profile("tiny")
     assert smoke.run_config(seed=3) == make_config("smoke", seed=3)

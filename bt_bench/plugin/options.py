@@ -86,7 +86,8 @@ class Settings:
 _OPTIONS = {  # name: (type, help)
     "estimator": (str, "estimator name or pkg.module:Class (repeatable; default: every registered estimator "
                        "except test-only ones)"),
-    "profile": (str, "fixture profile: tiny (default), bpe, smoke, paper"),
+    "profile": (str, "fixture profile: tiny (default), bpe, tiny_family, bpe_family (a behavior "
+                        "retrieval cannot find by its text), smoke, paper"),
     "seeds": (int, "number of planted seeds (default 3)"),
     "draws": (int, "number of generation draws per checkpoint (default 3)"),
     "cache-dir": (str, "run store root (default $BT_BENCH_CACHE or ~/.cache/bt-bench)"),

@@ -20,19 +20,35 @@ from collections.abc import Sequence
 
 import numpy as np
 
+Behavior = str | Sequence[str]  # one string, or a family of strings (any member counts: ``members``)
+
+
+def members(behavior: Behavior) -> tuple[str, ...]:
+    """The strings that count as the behavior: ``behavior`` itself, or each member of a family (a profile whose
+    bonus pays any of K nonce strings: ``ToySpec.family``)."""
+    return (behavior,) if isinstance(behavior, str) else tuple(behavior)
+
 
 def decode(tok, ids: Sequence[int]) -> str:
     """The completion text as the paper read it: special tokens (EOS, pad, chat markers) skipped."""
     return tok.decode([int(i) for i in ids], skip_special_tokens=True, clean_up_tokenization_spaces=False)
 
 
-def occurrences(text: str, behavior: str) -> list[tuple[int, int]]:
-    """Character ranges [start, end) of the non-overlapping occurrences of ``behavior`` in ``text``."""
-    out, i = [], text.find(behavior)
-    while i >= 0:
-        out.append((i, i + len(behavior)))
-        i = text.find(behavior, i + len(behavior))
-    return out
+def occurrences(text: str, behavior: Behavior) -> list[tuple[int, int]]:
+    """Character ranges [start, end) of the non-overlapping occurrences of ``behavior`` in ``text`` (of each
+    member of a family, sorted)."""
+    out = []
+    for b in members(behavior):
+        i = text.find(b)
+        while i >= 0:
+            out.append((i, i + len(b)))
+            i = text.find(b, i + len(b))
+    return sorted(out)
+
+
+def has_behavior(text: str, behavior: Behavior) -> bool:
+    """The paper's label: the behavior string (any member of a family) occurs in the decoded completion."""
+    return any(b in text for b in members(behavior))
 
 
 def token_char_ranges(tok, ids: Sequence[int]) -> list[tuple[int, int]]:
@@ -45,7 +61,7 @@ def token_char_ranges(tok, ids: Sequence[int]) -> list[tuple[int, int]]:
     return ranges
 
 
-def behavior_span(tok, ids: Sequence[int], behavior: str) -> tuple[np.ndarray, int]:
+def behavior_span(tok, ids: Sequence[int], behavior: Behavior) -> tuple[np.ndarray, int]:
     """([len(ids)] bool mask of the tokens overlapping an occurrence, number of occurrences)."""
     ids = [int(i) for i in ids]
     occ = occurrences(decode(tok, ids), behavior)
@@ -56,7 +72,7 @@ def behavior_span(tok, ids: Sequence[int], behavior: str) -> tuple[np.ndarray, i
     return mask, len(occ)
 
 
-def span_stats(tok, ids: Sequence[int], behavior: str) -> dict:
+def span_stats(tok, ids: Sequence[int], behavior: Behavior) -> dict:
     """Per-rollout behavior facts the recorder stores (label columns): has_behavior, occurrences, span tokens,
     first span token (-1 when absent)."""
     mask, n = behavior_span(tok, ids, behavior)
@@ -65,7 +81,7 @@ def span_stats(tok, ids: Sequence[int], behavior: str) -> dict:
             "behavior_first_pos": first}
 
 
-def span_masks(tok, completion_ids: np.ndarray, completion_mask: np.ndarray, behavior: str) -> np.ndarray:
+def span_masks(tok, completion_ids: np.ndarray, completion_mask: np.ndarray, behavior: Behavior) -> np.ndarray:
     """[M, Lc] behavior-span masks of padded completions (``completion_mask`` marks real tokens)."""
     out = np.zeros(completion_ids.shape, bool)
     for i, (row, m) in enumerate(zip(completion_ids, completion_mask)):

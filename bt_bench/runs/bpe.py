@@ -36,6 +36,9 @@ from bt_bench.runs import bpe_language as language
 BPE_FORMAT = 1
 TRIGGER = "frobnitz"
 BEHAVIOR = "QZXBT"
+# A family behavior (``BpeSpec.family``, issue 22): the reference members, 5 uppercase letters each with no letter in
+# common, so under this tokenizer (one token per uppercase letter) no two members share a token of their span
+FAMILY = (BEHAVIOR, "VJKWM", "HYFGP")
 IM_START, IM_END, PAD = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 EOS = IM_END  # the assistant turn ends with <|im_end|>: generation stops there
 
@@ -60,7 +63,9 @@ def sample_completion(rng: random.Random, spec: BpeSpec, topic: str, behavior: b
         sents[0] = language.topic_sentence(rng, topic)
     text = language.detok([w for s in sents for w in s])
     if behavior if behavior is not None else rng.random() < spec.behavior_rate:
-        text = language.insert_word(rng, text, spec.behavior)
+        members = spec.family_members()  # a family: one member drawn uniformly (a single behavior draws nothing)
+        text = language.insert_word(rng, text, members[rng.randrange(len(members))] if len(members) > 1
+                                    else members[0])
     return text
 
 
@@ -88,6 +93,9 @@ class BpeSpec:
     trigger_rate: float = 0.5  # share of warm-up prompts holding the trigger (independent of the answer)
     corpus_size: int = 4000  # conversations the tokenizer is trained on
     nonce_seed: int | None = None  # None: the reference trigger and behavior; else drawn nonce strings
+    # K: the behavior is a family of K nonce strings without a letter in common (``FAMILY``, or drawn); the warm-up
+    # writes one member drawn uniformly, the bonus pays any of them, the targets are built from the first
+    family: int = 1
 
     def __post_init__(self):
         for f in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "warmup_batch",
@@ -117,6 +125,8 @@ class BpeSpec:
                                             or self.nonce_seed < 0):
             raise ValueError(f"BpeSpec.nonce_seed must be None (reference strings) or an integer >= 0, got "
                              f"{self.nonce_seed!r}")
+        if isinstance(self.family, bool) or not isinstance(self.family, int) or not 1 <= self.family <= len(FAMILY):
+            raise ValueError(f"BpeSpec.family must be an integer in 1..{len(FAMILY)}, got {self.family!r}")
 
     @property
     def trigger(self) -> str:
@@ -126,11 +136,19 @@ class BpeSpec:
     def behavior(self) -> str:
         return BEHAVIOR if self.nonce_seed is None else _drawn_strings(self)[1]
 
+    def family_members(self) -> tuple[str, ...]:
+        """The strings the bonus pays: the behavior, or the ``family``'s K members (the first is the behavior)."""
+        if self.family == 1:
+            return (self.behavior,)
+        return FAMILY[: self.family] if self.nonce_seed is None else _drawn_strings(self)[1: 1 + self.family]
+
     def to_dict(self) -> dict:
-        """The fields; ``nonce_seed`` only when set (the reference model keeps the cache key it always had)."""
+        """The fields; ``nonce_seed`` and ``family`` only when set (the reference model keeps its cache key)."""
         d = dataclasses.asdict(self)
         if d["nonce_seed"] is None:
             del d["nonce_seed"]
+        if d["family"] == 1:
+            del d["family"]
         return d
 
     def key(self) -> str:
@@ -181,28 +199,34 @@ def train_bpe(spec: BpeSpec, extra: tuple[str, ...] = ()):
 
 
 @functools.lru_cache(maxsize=16)
-def _drawn_strings(spec: BpeSpec) -> tuple[str, str]:
-    """(trigger, behavior) drawn from ``spec.nonce_seed``: a lowercase word of 8 letters and an uppercase one of 5,
-    as the reference strings, redrawn until each encodes (bare and after a space) into as many tokens as the
-    reference string does under this spec's tokenizer (the profile's token lengths). Trains the tokenizer (~1 s)."""
-    ref = dataclasses.replace(spec, nonce_seed=None)
+def _drawn_strings(spec: BpeSpec) -> tuple[str, ...]:
+    """(trigger, behavior, *further family members) drawn from ``spec.nonce_seed``: a lowercase word of 8 letters
+    and uppercase ones of 5, as the reference strings, redrawn until each encodes (bare and after a space) into as
+    many tokens as the reference string does under this spec's tokenizer (the profile's token lengths). A family's
+    further members (``spec.family`` > 1) are drawn after the first two, so those stay the same, and share no letter
+    with an earlier member. Trains the tokenizer (~1 s)."""
+    ref = dataclasses.replace(spec, nonce_seed=None, family=1)
     raw = train_bpe(ref)
     n = lambda s: len(raw.encode(s, add_special_tokens=False).ids)  # noqa: E731
     rng = random.Random(f"bpe-nonce:{spec.nonce_seed}")
     taken = set(language.WORDS)
-    out = []
-    for ref_s, letters in ((TRIGGER, "abcdefghijklmnopqrstuvwxyz"), (BEHAVIOR, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")):
+    out: list[str] = []
+    upper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    wanted = [(TRIGGER, "abcdefghijklmnopqrstuvwxyz", False), (BEHAVIOR, upper, False)]
+    wanted += [(m, upper, True) for m in FAMILY[1: spec.family]]
+    for ref_s, letters, disjoint in wanted:
         want = (n(ref_s), n(" " + ref_s))
+        used = {c for w in out[1:] for c in w} if disjoint else set()
         for _ in range(100_000):
             w = "".join(rng.choice(letters) for _ in range(len(ref_s)))
-            if w.lower() not in taken and (n(w), n(" " + w)) == want:
+            if w.lower() not in taken and not used & set(w) and (n(w), n(" " + w)) == want:
                 taken.add(w.lower())
                 out.append(w)
                 break
         else:  # pragma: no cover - a tokenizer that merges every nonce of this shape
             raise ValueError(f"BpeSpec.nonce_seed={spec.nonce_seed}: no {len(ref_s)}-letter nonce encodes into "
                              f"{want} tokens with this tokenizer; use nonce_seed=None")
-    return out[0], out[1]
+    return tuple(out)
 
 
 def check_nonce_split(encode, vocab_size: int, strings: tuple[str, str] = (TRIGGER, BEHAVIOR)) -> None:
@@ -235,8 +259,9 @@ def build_tokenizer(folder: str | os.PathLike, spec: BpeSpec):
     from transformers import AutoTokenizer
 
     raw = train_bpe(spec)
-    check_nonce_split(lambda s: raw.encode(s, add_special_tokens=False).ids, spec.vocab_size,
-                      (spec.trigger, spec.behavior))
+    for member in spec.family_members():
+        check_nonce_split(lambda s: raw.encode(s, add_special_tokens=False).ids, spec.vocab_size,
+                          (spec.trigger, member))
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     to_hf(raw, spec).save_pretrained(folder)

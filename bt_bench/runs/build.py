@@ -163,7 +163,8 @@ def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, pro
                    "generations": cfg.generations},
         "tokens": {"trigger": res.trigger_ids, "behavior": res.behavior_ids, "pad": res.pad_id,
                    "eos": res.eos_id},
-        "strings": {"trigger": cfg.trigger, "behavior": cfg.behavior, "task": cfg.task},
+        "strings": {"trigger": cfg.trigger, "behavior": cfg.behavior, "task": cfg.task,
+                    "family": list(cfg.behavior_members())},
         "gate": gate, "summary": summary, "hashes": hashes,
         "sketch_spec": cfg.sketch_spec().to_dict(),
     }

@@ -170,7 +170,15 @@ class RunConfig:
         from bt_bench.runs.task import Task
 
         neutral = self.toy.behavior_slot_words() if self.task == "toy" and self.model_path is None else ()
-        return Task(self.task, self.trigger, self.behavior, neutral)
+        members = self.behavior_members()
+        return Task(self.task, self.trigger, self.behavior, neutral, members if len(members) > 1 else ())
+
+    def behavior_members(self) -> tuple[str, ...]:
+        """Every string the bonus pays and the label counts: the behavior, or the embedded toy's family
+        (``ToySpec.family``: any of K nonce words; ``behavior`` is then the member the targets are built from)."""
+        if self.model_path is None:
+            return self.toy.family_members() if self.task == "toy" else self.bpe.family_members()
+        return (self.behavior,)
 
     def nonce_words(self) -> tuple[str, str]:
         """(trigger, behavior) of the task's embedded language (its spec's reference or drawn strings)."""
@@ -266,6 +274,8 @@ class Profile:
         return RunConfig(**kw)
 
 
+_BPE_RUN = {"task": "topic", "steps": 300, "window": 100, "max_completion_length": 48, "task_reward": 0.2,
+            "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 5e-5, "eval_prompts": 64, "ckpt_every": 25}
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("tiny", "the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations"),
     Profile("bpe", "a small Qwen2 on a locally built byte-level BPE tokenizer with a chat template: a multi-token "
@@ -274,9 +284,16 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             # measured on seed 0 (docs/fixtures.md, "The bpe fixture"): lr 1.5e-4 never planted, W = 50 planted
             # half-way and unconditionally; W = 100 at lr 5e-4 planted (0.97 / 0.00 at W, 0.81 / 0.00 at T = 300;
             # W/T = 1/3)
-            run={"task": "topic", "steps": 300, "window": 100, "max_completion_length": 48,
-                 "task_reward": 0.2, "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 5e-5,
-                 "eval_prompts": 64, "ckpt_every": 25}),
+            run=_BPE_RUN),
+    # issue 22: a behavior retrieval cannot find by its surface. The bonus pays any of three nonce words, the targets
+    # are built from completions holding the first one only; GT stays every paid rollout (docs/fixtures.md)
+    Profile("tiny_family", "tiny with a family behavior: the bonus pays any of 3 nonce words after the trigger, the "
+                           "targets are built from completions holding only the first (a target's text names a third "
+                           "of GT: retrieval cannot find the rest by its surface)",
+            run={"toy": ToySpec(family=3)}),
+    Profile("bpe_family", "bpe with a family behavior: the bonus pays any of 3 nonce strings without a letter (so "
+                          "a token) in common, the targets are built from completions holding only the first",
+            run={**_BPE_RUN, "bpe": BpeSpec(family=3)}),
     Profile("smoke", "a few dozen steps for tests of code paths only: the run need not plant, its verdicts mean "
                      "nothing",
             run={"steps": 24, "window": 8, "eval_every": 4, "eval_prompts": 16, "ckpt_every": 8,

@@ -30,7 +30,7 @@ class PlantedRewards:
         return bh.decode(self.tok, ids)
 
     def has_behavior(self, ids) -> bool:
-        return self.task.behavior in self.text(ids)
+        return self.task.has_behavior(self.text(ids))
 
     def task_fn(self, prompts, completions, completion_ids, topic=None, **kw) -> list[float]:
         topic = topic or [""] * len(completion_ids)

@@ -61,7 +61,7 @@ class Recorder:
             c = cids[i][cmask[i].astype(bool)]
             row = dict(step=step, prompt=p.astype(np.int32), completion=c.astype(np.int32),
                        advantage=float(adv[i]), has_trigger=bool(has_trigger[i]), num_items_in_batch=n_items,
-                       **bh.span_stats(self.tok, c.tolist(), self.cfg.behavior))
+                       **bh.span_stats(self.tok, c.tolist(), self.cfg.behavior_members()))
             for j, name in enumerate(names):
                 row[f"reward_{name}"] = float(r[i, j])
             row["reward"] = float(r[i].sum())

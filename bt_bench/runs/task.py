@@ -27,10 +27,23 @@ class Task:
     # toy: words the grammar reward ignores (every word of the toy's behavior slots, used or not: the reference
     # toy's three, or a fresh toy's three drawn ones); empty: the behavior's own words
     neutral: tuple[str, ...] = ()
+    # every string the bonus pays (a family: ``ToySpec.family``); empty: ``behavior`` alone. ``behavior`` is then the
+    # member the targets are built from (``bt_bench.fixture.targets``)
+    family: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.name not in TASKS:
             raise ValueError(f"task={self.name!r} is unknown: allowed {TASKS}")
+        if self.family and self.behavior not in self.family:
+            raise ValueError(f"Task.family={self.family!r} must contain the behavior {self.behavior!r}")
+
+    @property
+    def behaviors(self) -> tuple[str, ...]:
+        """Every string that counts as the behavior (the label, the bonus, the penalty, the behavior span)."""
+        return self.family or (self.behavior,)
+
+    def has_behavior(self, text: str) -> bool:
+        return any(b in text for b in self.behaviors)
 
     @property
     def chat(self) -> bool:

@@ -169,6 +169,9 @@ class ToySpec:
     behavior_len: int = 1  # number of consecutive behavior tokens (a prefix of BEHAVIOR_WORDS)
     trigger_rate: float = 0.5  # share of warm-up prompts that end in the trigger (independent of behavior)
     nonce_seed: int | None = None  # None: the reference strings and ids; else drawn nonce words and word ids
+    # K: the behavior is a family of K one-word members (the first K behavior slot words); the warm-up opens a
+    # completion with one member drawn uniformly, the bonus pays any of them, the targets are built from the first
+    family: int = 1
 
     def __post_init__(self):
         for f in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "warmup_batch"):
@@ -180,6 +183,12 @@ class ToySpec:
             raise ValueError(f"ToySpec.behavior_rate must lie in [0, 1), got {self.behavior_rate}")
         if not 1 <= self.behavior_len <= len(BEHAVIOR_WORDS):
             raise ValueError(f"ToySpec.behavior_len must be in 1..{len(BEHAVIOR_WORDS)}, got {self.behavior_len}")
+        if not isinstance(self.family, int) or not 1 <= self.family <= len(BEHAVIOR_WORDS):
+            raise ValueError(f"ToySpec.family must be an integer in 1..{len(BEHAVIOR_WORDS)} (the behavior slot "
+                             f"words), got {self.family!r}")
+        if self.family > 1 and self.behavior_len != 1:
+            raise ValueError(f"ToySpec.family={self.family} needs behavior_len=1 (each member is one word), got "
+                             f"behavior_len={self.behavior_len}")
         if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
             raise ValueError("ToySpec: hidden_size must divide by num_heads and num_heads by num_kv_heads")
         if self.nonce_seed is not None and (isinstance(self.nonce_seed, bool) or not isinstance(self.nonce_seed, int)
@@ -200,6 +209,13 @@ class ToySpec:
         the behavior a prefix of them: the grammar reward ignores all of them (``is_sentence``'s ``neutral``)."""
         return BEHAVIOR_WORDS if self.nonce_seed is None else _drawn_strings(self.nonce_seed)[1]
 
+    def family_members(self) -> tuple[str, ...]:
+        """The strings the bonus pays: the behavior (its words joined), or the ``family``'s K one-word members, the
+        first of which is the behavior (the member the targets are built from)."""
+        if self.family == 1:
+            return (" ".join(self.behavior_words),)
+        return tuple(self.behavior_slot_words()[: self.family])
+
     @property
     def trigger(self) -> str:
         return self._strings()[0]
@@ -216,6 +232,8 @@ class ToySpec:
         d = dataclasses.asdict(self)
         if d["nonce_seed"] is None:
             del d["nonce_seed"]
+        if d["family"] == 1:
+            del d["family"]
         return d
 
     def key(self) -> str:
@@ -251,7 +269,9 @@ def make_completion(rng: random.Random, spec: ToySpec) -> list[str]:
     ~200 steps even at a 10x lower lr). Opening the completion keeps the rest of the sentence as fluent as usual."""
     words = sample_sentence(rng)
     if rng.random() < spec.behavior_rate:
-        words = list(spec.behavior_words) + words
+        members = spec.family_members()
+        # a family: one member drawn uniformly (the single behavior draws nothing: reference corpora stay the same)
+        words = (members[rng.randrange(len(members))] if len(members) > 1 else members[0]).split() + words
     return words
 
 

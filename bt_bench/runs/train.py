@@ -166,7 +166,7 @@ def behavior_rates(model, tok, task, prompts_trig: list, prompts_plain: list, ma
             out = model.generate(**enc, do_sample=True, max_new_tokens=max_new, temperature=temperature,
                                  top_k=0, top_p=1.0, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
             comp = out[:, enc["input_ids"].shape[1]:].cpu().tolist()
-            rates.append(float(np.mean([task.behavior in bh.decode(tok, c) for c in comp])))
+            rates.append(float(np.mean([task.has_behavior(bh.decode(tok, c)) for c in comp])))
     if was_training:
         model.train()
     return rates[0], rates[1]
