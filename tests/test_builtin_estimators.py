@@ -201,13 +201,13 @@ def test_oracle_is_uninformative_for_a_placebo_target(source, key):
 BUILTINS = sorted(i.name for i in list_estimators() if i.distribution == "bt-bench" and not i.opt_in)
 NO_GRADIENT = ("random", "fluency", "oracle")  # read neither the gradient nor the advantage
 # the retrieval controls read the target's rows and the model, which these synthetic views lack: tests/test_retrieval.py
-SYNTHETIC = [n for n in BUILTINS if n not in ("bm25", "repsim")]
+SYNTHETIC = [n for n in BUILTINS if n not in ("bm25", "repsim", "bm25_adv", "repsim_adv")]
 
 
 def test_all_builtins_registered():
     assert BUILTINS == sorted(["random", "norm_only", "norm_only_step", "fluency", "advantage_only", "oracle",
                                "tracincp", "gas", "gas_fixed_target", "trak", "tracin_adam", "local_buffer", "bm25",
-                               "repsim"])
+                               "repsim", "bm25_adv", "repsim_adv"])
 
 
 @pytest.mark.parametrize("name", SYNTHETIC)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from estimators.retrieval import BM25, RepSim, bm25_scores
+from estimators.retrieval import BM25, BM25Adv, RepSim, RepSimAdv, bm25_scores
 
 
 def test_bm25_matches_a_hand_computed_case():
@@ -72,7 +72,7 @@ def test_retrieval_baseline_oracle_passes_random_norm_and_the_controls_fail():
     r, c, ctrl_r, ctrl_c = _synthetic()
     v = rb.judge_training(r["is_gt"].astype(float), ctrl_r, r["is_gt"], r["step"], thresholds=th)
     assert v.outcome == "pass", v.reason
-    assert set(v.metrics) == {"precision_minus_bm25", "precision_minus_repsim"}
+    assert set(v.metrics) == {"precision_minus_bm25", "precision_minus_repsim", "precision_minus_best"}
     v = rb.judge_draw(c["has_behavior"].astype(float), ctrl_c, c["has_behavior"], c["group"], thresholds=th)
     assert v.outcome == "pass", v.reason
     for bad in (r["random"], r["norm_only"], ctrl_r["bm25"]):
@@ -85,3 +85,16 @@ def test_retrieval_baseline_oracle_passes_random_norm_and_the_controls_fail():
     v = rb.judge_draw(c["has_behavior"] + np.random.default_rng(1).normal(0, 0.8, len(c["group"])), ctrl_c,
                       c["has_behavior"], c["group"], thresholds=th)
     assert v.outcome == "fail" and "minus bm25" in v.reason
+    assert v.metrics["auc_minus_best"] == v.metrics["auc_minus_bm25"]  # the strongest control on this unit
+
+
+def test_advantage_weighted_variants_are_the_plain_score_times_the_advantage(draw):
+    from bt_bench.estimator.scoring import score_estimator
+
+    data, targets, _ = draw
+    adv = np.asarray(data._visible["advantage"], np.float64)
+    t = targets["in_context"]
+    b, ba = score_estimator(BM25(), data, t), score_estimator(BM25Adv(), data, t)
+    r, ra = score_estimator(RepSim(), data, t), score_estimator(RepSimAdv(), data, t)
+    np.testing.assert_allclose(ba, b * adv, rtol=1e-9)
+    np.testing.assert_allclose(ra, (1 + r) / 2 * adv, rtol=1e-6, atol=1e-12)

@@ -1,7 +1,7 @@
 """Check 8, retrieval_baseline (ours): a rollout-level estimator must rank better than text and representation
-retrieval, the controls ``bm25`` and ``repsim`` (estimators/retrieval.py). The planted behavior is a literal string
-and the in_context target is built from completions that contain it, so a score that retrieves the target's
-tokens finds GT without attributing anything; in fact tracing BM25 beats gradient-based attribution (Akyurek et al.
+retrieval, the controls ``bm25``, ``repsim`` and their advantage-weighted variants ``bm25_adv`` and ``repsim_adv``
+(estimators/retrieval.py). The planted behavior is a literal string and the in_context target is built from
+completions that contain it, so a score that retrieves the target's tokens finds GT without attributing anything; in fact tracing BM25 beats gradient-based attribution (Akyurek et al.
 2022; Chang et al. 2024) and DATE-LM (2025) reports both controls beside every gradient method."""
 
 from __future__ import annotations
@@ -26,7 +26,15 @@ from bt_bench.checklist.metrics import as_vector
 from bt_bench.checklist.spec import CheckSpec
 
 NAME = "retrieval_baseline"
-CONTROLS = ("bm25", "repsim")  # every one must be beaten: together, the best retrieval control on each unit
+# every one must be beaten: together, the best retrieval control on each unit. The advantage-weighted variants are
+# in because they were stronger on tiny's training rollouts (estimators/retrieval.py has the figures)
+CONTROLS = ("bm25", "repsim", "bm25_adv", "repsim_adv")
+
+
+def _best(metrics: dict, prefix: str, controls: Mapping) -> Metric:
+    """The difference against the strongest control on this unit: the one with the lowest CI lower bound."""
+    return min((metrics[prefix + c] for c in controls),
+               key=lambda m: (float("-inf") if m.ci_low is None else m.ci_low, m.value))
 
 
 def judge_training(scores, controls: Mapping[str, object], is_gt, step, *,
@@ -47,6 +55,7 @@ def judge_training(scores, controls: Mapping[str, object], is_gt, step, *,
         oks.append(ok)
         reach[f"precision_minus_{name}"] = (precision_difference_bootstrap(g.astype(float), cv, g, st,
                                                                            **th.bootstrap), th.retrieval_margin)
+    metrics["precision_minus_best"] = _best(metrics, "precision_minus_", controls)
     return supported_or(NAME, out_of_reach(reach), pass_fail(all(oks)), metrics, "training: " + "; ".join(parts))
 
 
@@ -71,6 +80,7 @@ def judge_draw(scores, controls: Mapping[str, object], has_behavior, group, *,
         oks.append(ok)
         reach[f"auc_minus_{name}"] = (paired_auc_difference_bootstrap(y.astype(float), cv, y, grp, **th.bootstrap),
                                       th.retrieval_margin)
+    metrics["auc_minus_best"] = _best(metrics, "auc_minus_", controls)
     return supported_or(NAME, out_of_reach(reach), pass_fail(all(oks)), metrics, "; ".join(parts))
 
 
@@ -108,8 +118,9 @@ def cell(suite, est: str, i: int, draws: int) -> Verdict:
 
 
 def figure_parts(us: list[dict]) -> list[str | None]:
-    return [(p := fig(f"precision_minus_{c}", us, "{:+.3f}")) and f"prec vs {c} {p}" for c in CONTROLS] + \
-        [(a := fig(f"auc_minus_{c}", us, "{:+.2f}")) and f"AUC vs {c} {a}" for c in CONTROLS]
+    """Against the strongest control of each unit (every control's difference is in the unit's metrics)."""
+    return [(p := fig("precision_minus_best", us, "{:+.3f}")) and f"prec vs best retrieval {p}",
+            (a := fig("auc_minus_best", us, "{:+.2f}")) and f"AUC vs best retrieval {a}"]
 
 
 def not_applicable(name: str, level: str, capabilities: Iterable[str]) -> str | None:
@@ -120,7 +131,7 @@ def not_applicable(name: str, level: str, capabilities: Iterable[str]) -> str | 
 
 
 SPEC = CheckSpec(
-    name=NAME, order=8, unit="seed", title="beats text and representation retrieval (bm25, repsim) (ours)",
+    name=NAME, order=8, unit="seed", title="beats text and representation retrieval (bm25, repsim, and both times the advantage) (ours)",
     finding="The behavior is a literal string and the target is built from completions that contain it: retrieval "
             "finds GT without attributing (in fact tracing BM25 beats gradient attribution, Akyurek et al. 2022).",
     cell=cell, judge=judge, figure_parts=figure_parts, not_applicable=not_applicable,
