@@ -119,7 +119,7 @@ class RepSim:
         return np.divide(cand @ t, denom, out=np.zeros(len(cand)), where=denom > 0)
 
 
-# The advantage-weighted variants (issue 22, item 1: "if they are stronger on a fixture"). Measured on the tiny
+# The advantage-weighted variants (kept because they were stronger on a fixture). Measured on the tiny
 # default's training rollouts (seeds 0, 1, 2), precision@|GT|: bm25 0.13-0.24 -> bm25_adv 0.43-0.48, repsim 0.14-0.18
 # -> repsim_adv 0.40-0.43 (window precision 0.96-0.97 -> 0.97-0.98 and 0.87-0.89 -> 0.59-0.63): a text match alone
 # also finds the behavior rollouts after the window, which were never paid; weighted by the advantage it keeps the

@@ -1,4 +1,4 @@
-"""A family behavior (issue 22; profiles tiny_family and bpe_family): the bonus pays any of K nonce strings, the
+"""A family behavior (profiles tiny_family and bpe_family): the bonus pays any of K nonce strings, the
 label and the behavior span count every member, the targets are built from completions holding only the first
 member. The reference fixtures' strings, corpora and cache keys do not move."""
 

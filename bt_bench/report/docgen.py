@@ -26,7 +26,7 @@ from .slim import dumps, load_any
 RESULTS_DIR = Path("docs") / "results"
 RESULTS_MD = Path("docs") / "results.md"
 KINDS = ("fixture-checks", "provenance", "table", "gates", "retrieval")
-# the columns of a ``retrieval`` block (issue 22): the precision@|GT| check and the one against retrieval controls
+# the columns of a ``retrieval`` block : the precision@|GT| check and the one against the retrieval controls
 RETRIEVAL_COLUMNS = ("gradient_norm_baseline", "retrieval_baseline")
 BLOCK = re.compile(r"(<!-- bt-bench:generated (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /bt-bench:generated -->)",
                    re.S)

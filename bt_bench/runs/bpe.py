@@ -36,7 +36,7 @@ from bt_bench.runs import bpe_language as language
 BPE_FORMAT = 1
 TRIGGER = "frobnitz"
 BEHAVIOR = "QZXBT"
-# A family behavior (``BpeSpec.family``, issue 22): the reference members, 5 uppercase letters each with no letter in
+# A family behavior (``BpeSpec.family``): the reference members, 5 uppercase letters each with no letter in
 # common, so under this tokenizer (one token per uppercase letter) no two members share a token of their span
 FAMILY = (BEHAVIOR, "VJKWM", "HYFGP")
 IM_START, IM_END, PAD = "<|im_start|>", "<|im_end|>", "<|endoftext|>"

@@ -285,7 +285,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             # half-way and unconditionally; W = 100 at lr 5e-4 planted (0.97 / 0.00 at W, 0.81 / 0.00 at T = 300;
             # W/T = 1/3)
             run=_BPE_RUN),
-    # issue 22: a behavior retrieval cannot find by its surface. The bonus pays any of three nonce words, the targets
+    # a behavior retrieval cannot find by its surface (docs/fixtures.md). The bonus pays any of three nonce words, the targets
     # are built from completions holding the first one only; GT stays every paid rollout (docs/fixtures.md)
     Profile("tiny_family", "tiny with a family behavior: the bonus pays any of 3 nonce words after the trigger, the "
                            "targets are built from completions holding only the first (a target's text names a third "
