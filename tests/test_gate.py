@@ -401,3 +401,20 @@ def test_replayed_evidence_is_gated_by_its_own_cells(tmp_path):
     assert doc["not_a_paper_gate"].startswith("prepared data (--bt-evidence)")
     labels = {gate.unit_label(r) for r in doc["results"] if (r.get("cell") or {}).get("outcome") == "skip"}
     assert labels == {gate.NA}
+
+
+def test_a_snapshot_emitted_from_a_report_reads_back_as_its_measured_labels():
+    """``python -m bt_bench.checklist.expectations --emit NAME REPORT``: the printed dict is the report's labels, each
+    reason its label, count and key figures; the oracle keeps its rule and is left out."""
+    from bt_bench.checklist import expectations as ex
+
+    rs = [_r("xpass", "pass", est="a"), _r("xfail", "fail", est="a"), _r("failed", "fail", check="x", est="b"),
+          _r("skipped", "skip", na=True, check="x", est="a"), _r("xpass", "pass", est="oracle")]
+    rs[0]["cell"]["key_figure"] = "gain 1.00 (lo 0.50)"
+    doc = {"results": rs}
+    want = {"a": {"headroom": (gate.FAIL, "FAIL 1/2: gain 1.00 (lo 0.50)"), "x": (gate.NA, "N/A 1/1: ")},
+            "b": {"x": (gate.FAIL, "FAIL 1/1: ")}}
+    assert ex.measured(doc) == want
+    ns: dict = {}
+    exec("from bt_bench.checklist.gate import ERROR, FAIL, NA, NOT_JUDGED, PASS\n" + ex.emit(doc, "SNAP"), ns)
+    assert ns["SNAP"] == want

@@ -9,9 +9,8 @@ A generated block sits between two markers; everything between them is replaced 
 
 A block's name is a fixture's slug (``tiny``, ``bpe``, ``tiny-gate-seed-5``) and a kind: ``table`` (the cells,
 one row per estimator), ``fixture-checks`` (the self-checks' line), ``gates`` (the gate lines), ``provenance``
-(where the figures come from), ``retrieval`` (the columns of checks 1 and 8 only). :func:`regenerate` rewrites
-them (or, ``check=True``, only lists the files that differ: a hand edit of a generated figure is then a test
-failure, ``tests/test_results_docs.py``).
+(where the figures come from). :func:`regenerate` rewrites them (or, ``check=True``, only lists the files that
+differ: a hand edit of a generated figure is then a test failure, ``tests/test_results_docs.py``).
 """
 
 from __future__ import annotations
@@ -25,9 +24,7 @@ from .slim import dumps, load_any
 
 RESULTS_DIR = Path("docs") / "results"
 RESULTS_MD = Path("docs") / "results.md"
-KINDS = ("fixture-checks", "provenance", "table", "gates", "retrieval")
-# the columns of a ``retrieval`` block : the precision@|GT| check and the one against the retrieval controls
-RETRIEVAL_COLUMNS = ("gradient_norm_baseline", "retrieval_baseline")
+KINDS = ("fixture-checks", "provenance", "table", "gates")
 BLOCK = re.compile(r"(<!-- bt-bench:generated (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /bt-bench:generated -->)",
                    re.S)
 COMMAND = "bt-bench results docs"
@@ -83,8 +80,6 @@ def block(boards: Mapping[str, Mapping], name: str) -> str:
         raise ValueError(f"generated block {name!r}: no result file for fixture {fx!r} in {RESULTS_DIR} (have: {have})")
     if kind == "table":
         lines = L.markdown_table(board)
-    elif kind == "retrieval":
-        lines = L.markdown_table(board, only=RETRIEVAL_COLUMNS)
     elif kind == "fixture-checks":
         lines = [L.fixture_line(board)]
     elif kind == "gates":

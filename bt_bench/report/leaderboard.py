@@ -145,10 +145,10 @@ def _md(x) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(board: Mapping, only: tuple[str, ...] | None = None) -> list[str]:
-    """The fixture's cells as a Markdown table: one row per estimator (leaderboard order), one column per check
-    (those of ``only`` that the board has, if given); a cell is its label and key figure."""
-    checks = [c for c in checks_of(board) if only is None or c in only]
+def markdown_table(board: Mapping) -> list[str]:
+    """The fixture's cells as a Markdown table: one row per estimator (leaderboard order), one column per check;
+    a cell is its label and key figure."""
+    checks = checks_of(board)
     out = ["| estimator | gate | " + " | ".join(checks) + " |", "|---" * (len(checks) + 2) + "|"]
     for name in rows(board):
         est = board["estimators"][name]
