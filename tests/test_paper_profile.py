@@ -34,7 +34,8 @@ def test_paper_profile_trains_a_local_model_folder(user_model, tmp_path):
     run = build_run(cfg, tmp_path / "cache", progress=False)
     c = run.columns
     assert len(c["uid"]) == 4 * 2 * 4
-    assert run.manifest["strings"] == {"trigger": "frobnitz", "behavior": "QZXBT", "task": "topic"}
+    assert run.manifest["strings"] == {"trigger": "frobnitz", "behavior": "QZXBT", "task": "topic",
+                                       "family": ["QZXBT"]}
     assert len(run.manifest["tokens"]["behavior"]) >= 2  # a multi-token behavior string
     # the recorded prompts went through the folder's own chat template
     tok = run.tokenizer()
