@@ -54,7 +54,7 @@ def test_retrieval_controls_find_the_behavior_rows_by_their_tokens(draw, cls):
 
 # ---------------------------------------------------------------- check 8, retrieval_baseline
 def _synthetic():
-    from tests.test_verdicts import make_candidates, make_run
+    from test_verdicts import make_candidates, make_run
 
     r, c = make_run(), make_candidates()
     rng = np.random.default_rng(7)
