@@ -149,3 +149,19 @@ def test_removal_is_cached_by_the_removed_set(smoke_run, tmp_path, monkeypatch):
     a = cf.removal(smoke_run, [3, 1, 2])
     b = cf.removal(smoke_run, [1, 2, 3, 3])
     assert a == b and calls == [3]
+
+
+def test_a_replay_in_another_row_order_is_close_and_sets_the_fidelity_bar(smoke_run, replayer):
+    a = _params(replayer.replay(until=4).model)
+    b = _params(replayer.replay(until=4, order_seed=1).model)
+    assert any(not torch.equal(a[k], b[k]) for k in a), "the row order changes the summation order"
+    assert all((a[k] - b[k]).norm() <= 1e-3 * a[k].norm() for k in a)
+
+    from bt_bench.runs.counterfactual import fidelity_problem
+
+    base = {"fidelity": {"max_relative": 5e-3}, "full": {"trigger_logp": -0.05}, "stored_W": {"trigger_logp": -0.05}}
+    assert "weight difference" in fidelity_problem(base)  # above the fixed 1e-3
+    assert fidelity_problem(base, {"max_relative": 4e-3, "measure_gap": 0.0}) is None  # within 2x the order noise
+    assert "weight difference" in fidelity_problem(base, {"max_relative": 2e-3, "measure_gap": 0.0})
+    off = {**base, "fidelity": {"max_relative": 1e-5}, "full": {"trigger_logp": -0.06}}
+    assert "behavior measure" in fidelity_problem(off, {"max_relative": 0.0, "measure_gap": 1e-3})

@@ -29,21 +29,29 @@ from bt_bench.runs.progress import Ticker, emit, run_label
 FORMAT = 1  # of the stored entries; a change of the replay or the probe bumps it (old entries are ignored)
 REPLICATES = 19  # random removals behind the control: a one-sided permutation test at p = 1/(R+1) = 0.05
 PROBE_PROMPTS = 64
-FIDELITY_WEIGHTS = 1e-3  # replay-fidelity self-check: largest relative weight difference to a stored checkpoint
-FIDELITY_MEASURE = 1e-3  # ... and |full replay's measure - the stored checkpoint's| at W, in nats
+FIDELITY_WEIGHTS = 1e-3  # replay-fidelity self-check: largest relative weight difference to a stored checkpoint ...
+FIDELITY_MEASURE = 1e-3  # ... and |full replay's measure - the stored checkpoint's| at W (nats) ...
+ORDER_FACTOR = 2.0  # ... or, where larger, this many times the difference two row orders make (order_noise)
 
 
-def fidelity_problem(b: dict) -> str | None:
-    """Why a run's replay does not reproduce it (``bt_bench.runs.counterfactual.baseline``), or None."""
+def fidelity_problem(b: dict, noise: dict | None = None) -> str | None:
+    """Why a run's replay does not reproduce it (``baseline``; ``noise``: ``order_noise``), or None.
+
+    The bar is the larger of a fixed tolerance and ORDER_FACTOR times the replay's own noise floor: trl shuffles a
+    step's rows before the loss and the order is not recorded, so a replay sums in another order than the run did;
+    once planting makes the dynamics sensitive, AdamW amplifies those rounding differences (measured on bpe seed 0:
+    replay vs run 6.3e-2 at W, a replay vs the same replay in another row order 1.3e-1). A replay cannot be closer
+    to the run than the run is to itself under another order."""
     f = b["fidelity"]
     bad = []
-    if f["max_relative"] is None or not f["max_relative"] <= FIDELITY_WEIGHTS:
-        bad.append(f"largest relative weight difference to a stored checkpoint {f['max_relative']} > "
-                   f"{FIDELITY_WEIGHTS}")
+    wbar = max(FIDELITY_WEIGHTS, ORDER_FACTOR * (noise or {}).get("max_relative", 0.0))
+    if f["max_relative"] is None or not f["max_relative"] <= wbar:
+        bad.append(f"largest relative weight difference to a stored checkpoint {f['max_relative']} > {wbar:.2e}")
     gap = abs(b["full"]["trigger_logp"] - b["stored_W"]["trigger_logp"])
-    if not gap <= FIDELITY_MEASURE:
+    mbar = max(FIDELITY_MEASURE, ORDER_FACTOR * (noise or {}).get("measure_gap", 0.0))
+    if not gap <= mbar:
         bad.append(f"behavior measure of the full replay differs from the stored checkpoint's by {gap:.2e} > "
-                   f"{FIDELITY_MEASURE} nats")
+                   f"{mbar:.2e} nats")
     return "; ".join(bad) or None
 
 
@@ -146,6 +154,32 @@ def baseline(run, replicates: int = REPLICATES) -> dict:
         if sha256_file(final / rel) != digest:
             raise IntegrityError(f"{final / rel} does not match its recorded sha256: delete {final} to rebuild it")
     return b
+
+
+def order_noise(run, replicates: int = REPLICATES) -> dict:
+    """The replay's own noise floor, built once per run: the full replay in uid order against the same replay with
+    each step's rows in a seeded random order, at W (largest relative weight difference over tensors, and the gap in
+    the behavior measure)."""
+    from bt_bench.runs.probe import measure
+    from bt_bench.runs.store import publish_once, write_json
+
+    def build(tmp: Path) -> None:
+        probe = probe_of(run, replicates)
+        rp = _replayer(run)
+        t0 = time.perf_counter()
+        a = rp.replay()
+        wa = {k: p.detach().clone() for k, p in a.model.named_parameters()}
+        ma = measure(a.model, probe)
+        b = rp.replay(order_seed=1)
+        worst = max(float((p.detach() - wa[k]).norm() / wa[k].norm().clamp(min=1e-30))
+                    for k, p in b.model.named_parameters())
+        mb = measure(b.model, probe)
+        write_json(tmp / "order_noise.json", {"format": FORMAT, "run": run.key, "max_relative": worst,
+                                              "measure_gap": abs(ma["trigger_logp"] - mb["trigger_logp"]),
+                                              "measures": [ma, mb], "seconds": time.perf_counter() - t0})
+
+    final = publish_once(root(run) / "order-noise", build, marker="order_noise.json")
+    return json.loads((final / "order_noise.json").read_text())
 
 
 def probe_of(run, replicates: int = REPLICATES):

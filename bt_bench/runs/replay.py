@@ -152,11 +152,13 @@ class Replayer:
         self._torch = torch
 
     def replay(self, until: int | None = None, weight: np.ndarray | None = None, compare: bool = False,
-               on_step: Callable[[int, object], None] | None = None) -> ReplayResult:
+               on_step: Callable[[int, object], None] | None = None, order_seed: int | None = None) -> ReplayResult:
         """Optimizer steps ``0 .. until-1`` (default W) from the step-0 weights, each rollout's update scaled by
         ``weight[uid]`` (None: all 1, the run itself; 0 removes it). ``compare``: after each replayed step that has
         a stored checkpoint, the largest relative weight difference to it (the fidelity self-check).
-        ``on_step(s, model)`` sees the weights after ``s`` steps."""
+        ``on_step(s, model)`` sees the weights after ``s`` steps. ``order_seed``: each step's rows in a seeded
+        random order instead of uid order (the order trl trained them in is not recorded: trl shuffles a step's rows
+        before the loss; two orders give the replay's own noise floor, ``bt_bench.runs.counterfactual.order_noise``)."""
         from bt_bench.runs.runtime import set_determinism
 
         torch, cfg, tr = self._torch, self.cfg, self.trainer
@@ -182,7 +184,10 @@ class Replayer:
         for s in range(until):
             if s not in self.rows:
                 raise ValueError(f"step {s} trained on no recorded rollout: the run's record is incomplete")
-            inputs = _batch(self.run, self.rows[s], weight, model.device)
+            uids = self.rows[s]
+            if order_seed is not None:
+                uids = np.random.default_rng([int(order_seed), s]).permutation(uids)
+            inputs = _batch(self.run, uids, weight, model.device)
             loss = tr.compute_loss(model, inputs)
             tr.accelerator.backward(loss)
             if cfg.max_grad_norm is not None and cfg.max_grad_norm > 0:

@@ -75,7 +75,7 @@ def cell(suite, est: str, i: int) -> Verdict:
     fx = suite.fixtures[i]
     run = fx.run
     b = cf.baseline(run)
-    why = fidelity_problem(b)
+    why = fidelity_problem(b, cf.order_noise(run))
     if why:
         return with_unit(error_verdict(NAME, f"the fixture cannot support this check: the replay does not "
                                              f"reproduce the run ({why})"), suite.unit(i))
