@@ -165,3 +165,7 @@ def test_a_replay_in_another_row_order_is_close_and_sets_the_fidelity_bar(smoke_
     assert "weight difference" in fidelity_problem(base, {"max_relative": 2e-3, "measure_gap": 0.0})
     off = {**base, "fidelity": {"max_relative": 1e-5}, "full": {"trigger_logp": -0.06}}
     assert "behavior measure" in fidelity_problem(off, {"max_relative": 0.0, "measure_gap": 1e-3})
+    # the measure's bar is the larger of 1e-3 nats and 5% of the random removals' mean drop
+    rnd = [{"measure": {"trigger_logp": -0.06 - d}} for d in (0.1, 0.3)]
+    assert fidelity_problem({**off, "random": rnd}) is None
+    assert "behavior measure" in fidelity_problem({**off, "random": [{"measure": {"trigger_logp": -0.07}}]})
