@@ -19,9 +19,10 @@ from bt_bench.checklist.spec import CheckSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_A_CHECK = {"test_fixture_integrity.py", "test_fixture_planting.py", "test_sketch_fidelity.py",
-               "test_sketch_ranking.py", "test_planted_cause.py", "test_evidence_replay.py"}
+               "test_sketch_ranking.py", "test_planted_cause.py", "test_evidence_replay.py",
+               "test_replay_fidelity.py"}
 ORDER = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance", "trigger_token_alignment",
-         "advantage_baseline", "target_dependence", "retrieval_baseline")
+         "advantage_baseline", "target_dependence", "retrieval_baseline", "counterfactual_removal")
 
 
 def _spec_of_module(path: Path) -> str | None:
@@ -36,7 +37,8 @@ def _spec_of_module(path: Path) -> str | None:
 def test_checks_in_checklist_order():
     assert tuple(CHECKS) == ORDER
     assert [s.order for s in CHECKS.values()] == sorted(s.order for s in CHECKS.values())
-    assert FIXTURE_CHECKS == ("planted_cause", "planting_gate", "sketch_fidelity", "sketch_ranking", "integrity")
+    assert FIXTURE_CHECKS == ("planted_cause", "planting_gate", "sketch_fidelity", "sketch_ranking", "integrity",
+                              "replay_fidelity")
 
 
 def test_every_check_module_is_one_spec_and_every_spec_one_module():
@@ -72,7 +74,8 @@ def test_thin_modules_use_only_the_glue_of_the_plugin():
 def test_every_list_of_checks_comes_from_the_registry():
     assert expectations.CHECKS == tuple(CHECKS)
     assert [s.name for s in registry.replayed()] == [n for n in ORDER
-                                                     if n not in ("target_dependence", "retrieval_baseline")]
+                                                     if n not in ("target_dependence", "retrieval_baseline",
+                                                                  "counterfactual_removal")]
     assert [m.SPEC for m in registry.MODULES] == sorted(CHECKS.values(), key=lambda s: s.order)
 
 
@@ -82,7 +85,8 @@ def test_a_check_is_named_in_its_module_its_thin_module_and_the_registry_only():
     it, in code or in comments. ``headroom`` is also the paper's word for ceiling minus chance, which the runs
     report as a realism statistic (``bt_bench/runs/``), so there only its quoted name counts, and not in runs/."""
     allowed = {"bt_bench/checklist/registry.py", "bt_bench/checklist/expectations.py",
-               "bt_bench/checklist/expectations_bpe.py", "bt_bench/checklist/expectations_tiny_family.py"}
+               "bt_bench/checklist/expectations_bpe.py", "bt_bench/checklist/expectations_tiny_family.py",
+               "bt_bench/checklist/expectations_counterfactual.py"}
     for name in CHECKS:
         pattern = re.compile(r"[\"']headroom[\"']" if name == "headroom" else rf"\b{name}\b")
         found = {str(p.relative_to(ROOT)) for d in ("bt_bench", "checks", "estimators") for p in (ROOT / d).rglob("*.py")

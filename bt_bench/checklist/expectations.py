@@ -22,6 +22,7 @@ import json
 import sys
 
 from bt_bench.checklist.expectations_bpe import BPE as _BPE
+from bt_bench.checklist.expectations_counterfactual import COUNTERFACTUAL as _COUNTERFACTUAL
 from bt_bench.checklist.expectations_tiny_family import TINY_FAMILY as _TINY_FAMILY
 from bt_bench.checklist.gate import ERROR, FAIL, NA, NOT_JUDGED, PASS
 from bt_bench.checklist.registry import CHECKS as _REGISTRY
@@ -269,6 +270,12 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
 EXPECTED["bpe"] = {**_BPE, "oracle": _ORACLE}
 # tiny_family (a behavior retrieval cannot find by its text): measured on its seeds 0, 1, 2 x 3 draws
 EXPECTED["tiny_family"] = {**_TINY_FAMILY, "oracle": _ORACLE}
+
+
+# check 9's rows, measured per profile (expectations_counterfactual.py); a profile not measured yet has none
+for _profile, _rows in _COUNTERFACTUAL.items():
+    for _est, _row in _rows.items():
+        EXPECTED[_profile][_est] = {**EXPECTED[_profile][_est], "counterfactual_removal": _row}
 
 
 def expected_for(profile: str, estimator: str) -> dict[str, tuple[str, str]] | None:

@@ -16,6 +16,7 @@ from dataclasses import fields
 from bt_bench.checklist.base import Thresholds
 from bt_bench.checklist.checks import (
     advantage_baseline,
+    counterfactual_removal,
     fluency_confound,
     gradient_norm_baseline,
     headroom,
@@ -28,11 +29,13 @@ from bt_bench.checklist.figures import figure
 from bt_bench.checklist.spec import PLOTS, CheckSpec
 
 MODULES = (gradient_norm_baseline, fluency_confound, headroom, seed_draw_variance, trigger_token_alignment,
-           advantage_baseline, target_dependence, retrieval_baseline)
+           advantage_baseline, target_dependence, retrieval_baseline, counterfactual_removal)
 CHECKS: dict[str, CheckSpec] = {s.name: s for s in sorted((m.SPEC for m in MODULES), key=lambda s: s.order)}
 # fixture self-checks: once per session, not per estimator (checks/test_planted_cause.py, test_fixture_planting.py,
-# test_sketch_fidelity.py, test_sketch_ranking.py, test_fixture_integrity.py), in the order docs/checklist.md lists them
-FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "sketch_ranking", "integrity")
+# test_sketch_fidelity.py, test_sketch_ranking.py, test_fixture_integrity.py, test_replay_fidelity.py), in the order
+# docs/checklist.md lists them
+FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "sketch_ranking", "integrity",
+                  "replay_fidelity")
 
 
 def get_check(name: str) -> CheckSpec:

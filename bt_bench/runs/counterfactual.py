@@ -1,0 +1,227 @@
+"""Counterfactual replays of one run, cached: the behavior measure at W after removing a set of rollouts.
+
+Two kinds of entries, under ``<cache>/counterfactual/<run key>/``:
+- ``baseline/`` (once per run, built under a file lock so two xdist workers never build it twice): the probe set
+  (``bt_bench.runs.probe``, as ``.npy``), and ``baseline.json`` with the measure of the stored checkpoint at W, of
+  the full replay (and the replay-fidelity self-check: the largest relative weight difference to every stored
+  checkpoint up to W), of the replay without GT, and of ``replicates`` replays without as many random in-window
+  rollouts with a nonzero advantage as there is GT (the control of the counterfactual check), each with its
+  seconds. The probe files' sha256 are recorded in it and checked on load.
+- ``removals/<sha256 of the removed uids>.json``: the measure without one set of rollouts (an estimator's top
+  |GT|), so a warm rerun replays nothing. Written atomically (temp file then rename).
+
+The drop of a removal is ``full - removed`` on the trigger measure (``trigger_logp``): positive when removing the set
+lowers the log-probability of the behavior where the run wrote it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bt_bench.runs.progress import Ticker, emit, run_label
+
+FORMAT = 1  # of the stored entries; a change of the replay or the probe bumps it (old entries are ignored)
+REPLICATES = 19  # random removals behind the control: a one-sided permutation test at p = 1/(R+1) = 0.05
+PROBE_PROMPTS = 64
+FIDELITY_WEIGHTS = 1e-3  # replay-fidelity self-check: largest relative weight difference to a stored checkpoint,
+ORDER_FACTOR = 2.0  # ... or this many times the difference two row orders make, where larger (order_noise)
+FIDELITY_MEASURE = 1e-3  # |full replay's measure - the stored checkpoint's| at W, in nats, ...
+MEASURE_SHARE = 0.05  # ... or this share of the random removals' mean drop, where larger
+
+
+def fidelity_problem(b: dict, noise: dict | None = None) -> str | None:
+    """Why a run's replay does not reproduce it (``baseline``; ``noise``: ``order_noise``), or None.
+
+    Weights: the bar is the larger of FIDELITY_WEIGHTS and ORDER_FACTOR times the replay's own noise floor. trl
+    shuffles a step's rows before the loss and the order is not recorded, so a replay sums in another order than
+    the run did, and once planting makes the dynamics sensitive AdamW amplifies those rounding differences (bpe seed
+    0: replay vs run 6.3e-2 at W, the replay vs itself in another row order 6.5e-2 and 1.3e-1 for two orders). A
+    replay cannot be closer to the run than the run is to itself under another order.
+    Behavior measure: the gap must be negligible against the effects the check compares, at most the larger of
+    FIDELITY_MEASURE and MEASURE_SHARE of the random removals' mean drop (bpe seed 0: gap 1.2e-3 nats, the order
+    alone moved it by 4e-4 and 1.2e-2 for two orders, the random removals by 2.3 on average)."""
+    f = b["fidelity"]
+    bad = []
+    wbar = max(FIDELITY_WEIGHTS, ORDER_FACTOR * (noise or {}).get("max_relative", 0.0))
+    if f["max_relative"] is None or not f["max_relative"] <= wbar:
+        bad.append(f"largest relative weight difference to a stored checkpoint {f['max_relative']} > {wbar:.2e}")
+    full = b["full"]["trigger_logp"]
+    gap = abs(full - b["stored_W"]["trigger_logp"])
+    drops = [full - x["measure"]["trigger_logp"] for x in b.get("random", [])]
+    mbar = max(FIDELITY_MEASURE, MEASURE_SHARE * float(np.mean(drops)) if drops else 0.0)
+    if not gap <= mbar:
+        bad.append(f"behavior measure of the full replay differs from the stored checkpoint's by {gap:.2e} > "
+                   f"{mbar:.2e} nats")
+    return "; ".join(bad) or None
+
+
+_REPLAYERS: dict[str, object] = {}  # run key -> Replayer (one per process: its trainer takes seconds to build)
+
+
+def root(run) -> Path:
+    from bt_bench.runs.store import cache_root
+
+    return cache_root() / "counterfactual" / f"{run.key}-f{FORMAT}"
+
+
+def window_pool(run) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(in-window trained uids, GT uids among them, those with a nonzero advantage that are candidates of the random
+    control). GT exists only inside the window (the bonus is paid only there)."""
+    c = run.columns
+    ts = np.asarray(c["trained_step"])
+    win = (ts >= 0) & (np.asarray(c["step"]) < run.config.window)
+    gt = win & np.asarray(c["is_gt"], bool)
+    nz = win & (np.asarray(c["advantage"]) != 0)
+    return np.flatnonzero(win), np.flatnonzero(gt), np.flatnonzero(nz)
+
+
+def random_removal(run, r: int) -> np.ndarray:
+    """The ``r``-th random control set: |GT| in-window rollouts with a nonzero advantage, seeded by seed and r."""
+    _, gt, nz = window_pool(run)
+    rng = np.random.default_rng([int(run.config.seed), 7, int(r)])
+    return np.sort(rng.choice(nz, size=len(gt), replace=False))
+
+
+def _replayer(run):
+    from bt_bench.runs.replay import Replayer
+
+    if run.key not in _REPLAYERS:
+        _REPLAYERS[run.key] = Replayer(run)
+    return _REPLAYERS[run.key]
+
+
+def _measure_without(run, probe, uids: np.ndarray) -> tuple[dict, float]:
+    from bt_bench.runs.probe import measure
+    from bt_bench.runs.replay import removal_weight
+
+    t0 = time.perf_counter()
+    res = _replayer(run).replay(weight=removal_weight(len(run.columns["uid"]), uids))
+    return measure(res.model, probe), time.perf_counter() - t0
+
+
+def _build_baseline(run, replicates: int, tmp: Path) -> None:
+    from bt_bench.runs.probe import build_probe, measure
+    from bt_bench.runs.store import sha256_file, write_json
+
+    label = f"{run_label(run.config)}: counterfactual replays"
+    t0 = time.perf_counter()
+    probe = build_probe(run, PROBE_PROMPTS)
+    (tmp / "probe").mkdir()
+    hashes = {}
+    for k, a in probe.to_arrays().items():
+        p = tmp / "probe" / f"{k}.npy"
+        np.save(p, a, allow_pickle=False)
+        hashes[f"probe/{k}.npy"] = sha256_file(p)
+    stored = measure(run.load_model(run.config.window), probe)
+    ticker = Ticker(label, replicates + 2, unit="replay")
+    ticker(0)
+    rp = _replayer(run)
+    t1 = time.perf_counter()
+    full = rp.replay(compare=True)
+    full_m, full_s = measure(full.model, probe), time.perf_counter() - t1
+    fid = {str(k): v for k, v in full.fidelity.items()}
+    ticker(1)
+    _, gt, nz = window_pool(run)
+    no_gt, no_gt_s = _measure_without(run, probe, gt)
+    ticker(2)
+    rand = []
+    for r in range(replicates):
+        m, s = _measure_without(run, probe, random_removal(run, r))
+        rand.append({"replicate": r, "measure": m, "seconds": s})
+        ticker(3 + r)
+    write_json(tmp / "baseline.json", {
+        "format": FORMAT, "run": run.key, "seed": run.config.seed, "W": run.config.window,
+        "gt": int(len(gt)), "window_nonzero": int(len(nz)), "probe_rows": len(probe.ids_trig),
+        "probe_prompts": probe.n_prompts, "hashes": hashes,
+        "stored_W": stored, "full": full_m, "full_seconds": full_s,
+        "fidelity": {"max_relative": max(full.fidelity.values()) if full.fidelity else None,
+                     "at_W": full.fidelity.get(run.config.window), "per_checkpoint": fid},
+        "no_gt": no_gt, "no_gt_seconds": no_gt_s, "random": rand,
+        "train_seconds": (run.manifest.get("summary") or {}).get("train_seconds"),
+        "seconds": time.perf_counter() - t0})
+    emit(f"{label}: done in {time.perf_counter() - t0:.0f} s (full replay {full_s:.1f} s, fidelity at W "
+         f"{full.fidelity.get(run.config.window, float('nan')):.1e})")
+
+
+def baseline(run, replicates: int = REPLICATES) -> dict:
+    """The run's baseline entry (built once, whoever asks first; see the module docstring)."""
+    from bt_bench.runs.store import IntegrityError, publish_once, sha256_file
+
+    final = publish_once(root(run) / f"baseline-r{replicates}", lambda tmp: _build_baseline(run, replicates, tmp),
+                         marker="baseline.json")
+    b = json.loads((final / "baseline.json").read_text())
+    for rel, digest in b["hashes"].items():
+        if sha256_file(final / rel) != digest:
+            raise IntegrityError(f"{final / rel} does not match its recorded sha256: delete {final} to rebuild it")
+    return b
+
+
+def order_noise(run, replicates: int = REPLICATES) -> dict:
+    """The replay's own noise floor, built once per run: the full replay in uid order against the same replay with
+    each step's rows in a seeded random order, at W (largest relative weight difference over tensors, and the gap in
+    the behavior measure)."""
+    from bt_bench.runs.probe import measure
+    from bt_bench.runs.store import publish_once, write_json
+
+    def build(tmp: Path) -> None:
+        probe = probe_of(run, replicates)
+        rp = _replayer(run)
+        t0 = time.perf_counter()
+        a = rp.replay()
+        wa = {k: p.detach().clone() for k, p in a.model.named_parameters()}
+        ma = measure(a.model, probe)
+        b = rp.replay(order_seed=1)
+        worst = max(float((p.detach() - wa[k]).norm() / wa[k].norm().clamp(min=1e-30))
+                    for k, p in b.model.named_parameters())
+        mb = measure(b.model, probe)
+        write_json(tmp / "order_noise.json", {"format": FORMAT, "run": run.key, "max_relative": worst,
+                                              "measure_gap": abs(ma["trigger_logp"] - mb["trigger_logp"]),
+                                              "measures": [ma, mb], "seconds": time.perf_counter() - t0})
+
+    final = publish_once(root(run) / "order-noise", build, marker="order_noise.json")
+    return json.loads((final / "order_noise.json").read_text())
+
+
+def probe_of(run, replicates: int = REPLICATES):
+    from bt_bench.runs.probe import Probe
+
+    final = root(run) / f"baseline-r{replicates}"
+    baseline(run, replicates)
+    return Probe.from_arrays({p.stem: np.load(p, allow_pickle=False) for p in (final / "probe").glob("*.npy")})
+
+
+def removal(run, uids, replicates: int = REPLICATES) -> dict:
+    """The measure at W of the replay without ``uids`` (cached by the sorted uid set's sha256)."""
+    from bt_bench.runs.store import write_json
+
+    u = np.unique(np.asarray(uids, dtype=np.int64))
+    digest = hashlib.sha256(u.tobytes()).hexdigest()[:32]
+    path = root(run) / "removals" / f"{digest}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    probe = probe_of(run, replicates)
+    m, s = _measure_without(run, probe, u)
+    out = {"format": FORMAT, "n_removed": int(len(u)), "uids_sha256": digest, "measure": m, "seconds": s}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    write_json(tmp, out)
+    os.replace(tmp, path)
+    return out
+
+
+def top_in_window(run, scores, k: int | None = None, seed: int = 0) -> np.ndarray:
+    """The ``k`` (default |GT|) in-window training rollouts an estimator blames most: highest score first, ties
+    broken by a seeded random order (a step-level score is constant within its step)."""
+    win, gt, _ = window_pool(run)
+    k = len(gt) if k is None else int(k)
+    s = np.asarray(scores, dtype=np.float64)[win]
+    s = np.where(np.isfinite(s), s, -np.inf)
+    tie = np.random.default_rng([int(run.config.seed), 11, int(seed)]).random(len(win))
+    order = np.lexsort((tie, -s))
+    return np.sort(win[order[:k]])
