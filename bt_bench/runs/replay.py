@@ -40,12 +40,11 @@ FIDELITY_TOL = 1e-4  # replay-fidelity self-check: largest relative weight diffe
 @dataclasses.dataclass
 class ReplayResult:
     """What one replay produced: the model at ``until`` (eval mode; a :class:`Replayer`'s next replay overwrites
-    it), the steps replayed, its wall seconds, and the fidelity figures at the stored checkpoints it passed (empty
+    it), the steps replayed (``until``), its wall seconds, and the fidelity figures at the stored checkpoints it passed (empty
     unless ``compare`` was asked)."""
 
     model: object
     until: int
-    steps: int
     seconds: float
     fidelity: dict[int, float]
 
@@ -200,14 +199,8 @@ class Replayer:
             if on_step is not None:
                 on_step(s + 1, model)
         model.eval()
-        return ReplayResult(model=model, until=until, steps=until, seconds=time.perf_counter() - t0,
+        return ReplayResult(model=model, until=until, seconds=time.perf_counter() - t0,
                             fidelity=fidelity)
-
-
-def replay(run, until: int | None = None, weight: np.ndarray | None = None, compare: bool = False,
-           on_step: Callable[[int, object], None] | None = None, device: str = "cpu") -> ReplayResult:
-    """One replay of ``run`` (``Replayer(run).replay(...)``); build a :class:`Replayer` for several."""
-    return Replayer(run, device).replay(until, weight, compare, on_step)
 
 
 def removal_weight(n: int, remove: Iterable[int]) -> np.ndarray:
