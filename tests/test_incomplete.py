@@ -42,7 +42,9 @@ def _fake(spec):
         why = not_applicable(spec.name, est, e.level, e.capabilities)
         if why:
             raise NotApplicable(why)
-        label = (expected_for("tiny", est) or {}).get(spec.name, ("PASS", ""))[0]
+        if spec.name == "linear_datamodeling" and not suite.lds_subsets:  # the real cell's suite.require_lds()
+            raise NotApplicable("not run in this session")
+        label = (expected_for("tiny", est, lds=suite.lds_subsets > 0) or {}).get(spec.name, ("PASS", ""))[0]
         outcome = {"PASS": "pass", "ERROR": "error"}.get(label, "fail")  # a declared ERROR: the fixture's
         v = Verdict(spec.name, outcome, {}, "synthetic " + label, est)
         return (v, {}) if spec.name in PAIRED else v
@@ -63,7 +65,8 @@ class _Fixture:
 
 @pytest.fixture(scope="session")
 def bt_suite(bt_settings):
-    return types.SimpleNamespace(fixtures=[_Fixture(i) for i in range(bt_settings.seeds)])
+    return types.SimpleNamespace(fixtures=[_Fixture(i) for i in range(bt_settings.seeds)],
+                                 lds_subsets=120 if bt_settings.lds else 0)
 '''
 
 
@@ -96,6 +99,13 @@ def test_the_full_grid_passes_also_under_the_paper_gate(checklist, tmp_path):
     assert f"{USER}: GATE PASS" in out and "gas: AS EXPECTED" in out and "INCOMPLETE" not in out
     units = {(x["estimator"], x["check"]): x["units"] for x in doc["completeness"]["expected"]}
     assert units[("gas", "trigger_token_alignment")] == 3
+    lds = {r["cell"]["estimator"]: r["cell"] for r in doc["results"]
+           if (r.get("cell") or {}).get("check") == "linear_datamodeling"}
+    assert lds and all(c["na"] for c in lds.values())  # not run without --bt-lds: N/A for the user and the built-in
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-estimator", "gas", "--bt-lds")
+    assert res.ret == 0 and "gas: AS EXPECTED" in out, out  # with it: judged, and the built-in as measured
+    assert not any(r["cell"]["na"] for r in doc["results"] if (r.get("cell") or {}).get("check") ==
+                   "linear_datamodeling")
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-paper-gate")
     assert res.ret == 0, out
     assert f"{USER}: GATE PASS" in out and "INCOMPLETE" not in out

@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # replayed evidence is nobody's built-in on a profile's fixture, and a gate's fresh fixtures are not the fixtures
     # the built-ins' outcomes were declared on: no declared outcome applies to either
     fresh = s.evidence or s.gate_seed is not None
-    config.stash[GLUE_KEY] = {"profile": None if fresh else s.profile, "strict": s.strict}
+    config.stash[GLUE_KEY] = {"profile": None if fresh else s.profile, "strict": s.strict, "lds": s.lds}
     config.pluginmanager.register(BtSession(config, s), "bt_bench_session")
     config.pluginmanager.register(Robustness(config, s), "bt_bench_robustness")
     from bt_bench.plugin.progress import ProgressRelay
