@@ -12,7 +12,27 @@ What the figures say: docs/findings.md, "Counterfactual replay".
 
 from __future__ import annotations
 
-from bt_bench.checklist.gate import ERROR, FAIL, PASS  # noqa: F401 (the emitted rows use them)
+from bt_bench.checklist.gate import ERROR, FAIL, PASS  # noqa: F401 (emitted rows use them)
 
 LDS: dict[str, dict[str, dict[str, tuple[str, str]]]] = {
+    # tiny, S = 120 per seed (2026-12-05): the GT indicator (oracle) has LDS 0.04-0.18; gas_fixed_target the best,
+    # beating every control on seed 2 only (bm25_adv, 0.30-0.41, is the best control)
+    'tiny': {
+        'advantage_only': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.12/+0.13/+0.09; minus the best control's, CI low -0.33/-0.37/-0.47"),
+        'bm25': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.00/+0.13/+0.12; minus the best control's, CI low -0.51/-0.42/-0.47"),
+        'bm25_adv': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.30/+0.35/+0.41; minus the best control's, CI low -0.07/+0.00/+0.00"),
+        'fluency': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS -0.06/-0.01/-0.05; minus the best control's, CI low -0.57/-0.58/-0.66"),
+        'gas': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.05/+0.10/+0.26; minus the best control's, CI low -0.55/-0.51/-0.39"),
+        'gas_fixed_target': (FAIL, "FAIL 2/3: seeds 0/1/2: LDS +0.38/+0.53/+0.60; minus the best control's, CI low -0.11/-0.00/+0.04"),
+        'local_buffer': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.29/+0.40/+0.54; minus the best control's, CI low -0.21/-0.16/-0.00"),
+        'norm_only': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS -0.06/+0.00/-0.00; minus the best control's, CI low -0.59/-0.61/-0.65"),
+        'norm_only_step': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.03/-0.01/+0.07; minus the best control's, CI low -0.50/-0.61/-0.56"),
+        'oracle': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.04/+0.11/+0.18; minus the best control's, CI low -0.45/-0.43/-0.39"),
+        'random': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.15/-0.11/+0.16; minus the best control's, CI low -0.37/-0.72/-0.49"),
+        'repsim': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS -0.04/-0.06/+0.05; minus the best control's, CI low -0.55/-0.62/-0.56"),
+        'repsim_adv': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.17/+0.18/+0.17; minus the best control's, CI low -0.26/-0.29/-0.38"),
+        'tracin_adam': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.01/+0.10/+0.21; minus the best control's, CI low -0.59/-0.52/-0.45"),
+        'tracincp': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.03/+0.04/+0.27; minus the best control's, CI low -0.53/-0.57/-0.35"),
+        'trak': (FAIL, "FAIL 3/3: seeds 0/1/2: LDS +0.11/+0.02/+0.30; minus the best control's, CI low -0.47/-0.58/-0.33"),
+    },
 }
