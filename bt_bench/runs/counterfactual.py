@@ -267,10 +267,13 @@ def lds_part(run, S: int, shard: int, num_shards: int, replicates: int = REPLICA
     part = f", part {shard + 1} of {num_shards}" if num_shards > 1 else ""
     ticker = Ticker(f"{run_label(run.config)}: LDS set (S = {S}) replays{part}", len(todo), unit="replay")
     ticker(0)
+    done = 0
     for j, removed in enumerate(todo):
-        removal(run, removed, replicates)
+        if not _removal_path(run, removed).exists():  # another process may have replayed it meanwhile
+            removal(run, removed, replicates)
+            done += 1
         ticker(j + 1)
-    return len(todo)
+    return done
 
 
 def lds_set(run, S: int, replicates: int = REPLICATES) -> dict:
