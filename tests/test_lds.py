@@ -178,3 +178,13 @@ def test_the_bench_reports_every_estimators_lds_from_the_set(smoke_run, monkeypa
     assert rows["exact"]["outcome"] == "pass" and rows["exact"]["lds"] > 0.9
     assert rows["flipped"]["outcome"] == "fail" and rows["flipped"]["lds"] < -0.9
     assert set(rows["exact"]["control_lds"]) == set(CONTROLS) and 0 < rows["exact"]["ci_width"] < 0.2
+
+
+def test_a_packs_profile_without_an_lds_size_is_refused_too():
+    import dataclasses
+
+    from bt_bench.plugin.options import Settings
+
+    s = Settings(profile="tiny", lds=True, fixture="pack.tar")  # the pack's profile is read after this
+    with pytest.raises(ValueError, match="tiny_family"):
+        dataclasses.replace(s, profile="tiny_family")

@@ -77,7 +77,7 @@ class Settings:
         if self.gate_seed is not None and (self.fixture or self.evidence):
             raise ValueError("gate_seed: fresh fixtures are built, never read from --bt-fixture or --bt-evidence; "
                              "drop one of them (--bt-gate-seed)")
-        if self.lds and not self.fixture and not get_profile_lds(self.profile):
+        if self.lds and not get_profile_lds(self.profile):  # also a pack's profile (dataclasses.replace)
             raise ValueError(f"lds: profile {self.profile!r} declares no LDS set size (Profile.lds_subsets: none "
                              "measured yet); measure one with `python -m bt_bench.bench.counterfactual lds`, or drop "
                              "--bt-lds")
