@@ -63,6 +63,14 @@ class _Fixture:
         return 10
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _inductor_env():  # what the session's processes see (tests/test_incomplete.py: temp folder kept clean)
+    import os
+    import pathlib
+
+    pathlib.Path("inductor_env.txt").write_text(os.environ.get("TORCHINDUCTOR_CACHE_DIR", "-"))
+
+
 @pytest.fixture(scope="session")
 def bt_suite(bt_settings):
     return types.SimpleNamespace(fixtures=[_Fixture(i) for i in range(bt_settings.seeds)],
@@ -225,3 +233,31 @@ def test_a_check_added_by_its_module_and_thin_module_is_judged_reported_and_gate
     (d / "test_dummy_check.py").unlink()
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER)
     assert "dummy_check INCOMPLETE 3/3 missing" in out  # registered but its thin module is gone: not run
+
+
+def test_a_checklist_session_keeps_torchs_inductor_cache_out_of_the_temp_folder(checklist, tmp_path):
+    """Importing trl makes torch create $TMPDIR/torchinductor_<user>, left behind by every run: the plugin points
+    it into the run cache for a checklist session (its processes inherit it), and only there."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    res, out, _ = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-cache-dir", str(cache))
+    assert res.ret == 0, out
+    assert (checklist.path / "inductor_env.txt").read_text() == str(cache / "torchinductor")
+    # the mechanism: with the variable set, importing trl leaves the temp folder empty; without, it does not
+    for inductor, left in ((str(tmp_path / "ind"), []), (None, ["torchinductor_"])):
+        tmp = tmp_path / f"tmp-{bool(inductor)}"
+        tmp.mkdir()
+        env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"} | {"TMPDIR": str(tmp)}
+        env |= {"TORCHINDUCTOR_CACHE_DIR": inductor} if inductor else {}
+        subprocess.run([sys.executable, "-c", "from trl import GRPOTrainer"], env=env, check=True,
+                       capture_output=True)
+        assert [p.name[:14] for p in tmp.iterdir()] == left
+
+
+def test_a_session_of_other_tests_keeps_its_environment(pytester, monkeypatch):
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    pytester.makepyfile(test_other="import os\n\ndef test_env():\n    assert 'TORCHINDUCTOR_CACHE_DIR' not in os.environ\n")
+    assert pytester.runpytest_subprocess("-p", "no:cacheprovider").ret == 0
