@@ -1,7 +1,7 @@
 """Check 10, linear_datamodeling (ours; docs/checklist.md "The checks" 10): per seed, Spearman's rho over the
 fixture's S half-subset replays of the window between the behavior measure at W and the estimator's scores summed
 over the kept rollouts (TRAK's LDS) must beat every control's (paired bootstrap over subsets, CI lower bound > 0 on
-every seed). Runs with --bt-lds (--bt-paper-gate turns it on); otherwise N/A, not run."""
+every seed). Runs with --bt-lds; otherwise N/A, not run."""
 
 import pytest
 

@@ -120,8 +120,7 @@ class Suite:
         """S of the LDS set when this session runs the LDS check (``--bt-lds``), else raise ``NotApplicable``: the
         session declared it does not run it (the replays cost S per seed), which no estimator can change."""
         if not self.lds_subsets:
-            raise NotApplicable("not run in this session: the LDS set costs S replays per seed, run it with --bt-lds "
-                                "(--bt-paper-gate turns it on)")
+            raise NotApplicable("not run in this session: the LDS set costs S replays per seed, run it with --bt-lds")
         return int(self.lds_subsets)
 
     def _require_token(self, name: str) -> None:

@@ -37,7 +37,7 @@ class Settings:
     paper_gate: bool = _help("refuse modified thresholds, a profile that relaxes them, fewer seeds or draws than the "
                              "defaults, and any test selection (-k, -m, --deselect, node ids, -x, --lf)", False)
     lds: bool = _help("run check 10 (LDS): the fixture's LDS set, S replays per seed "
-                      "(Profile.lds_subsets); --bt-paper-gate turns it on", False)
+                      "(Profile.lds_subsets); also under --bt-paper-gate, only when given", False)
     causal_all_seeds: bool = _help("run the 'planted cause is causal' re-runs for every seed (default: the first)",
                                    False)
     gate_seed: int | None = _help("build fresh fixtures from this seed (run seeds, base model, nonce trigger and "
@@ -106,7 +106,7 @@ _OPTIONS = {  # name: (type, help)
                      "are ignored)"),
     "lds": (bool, "run check 10 (LDS, linear datamodeling score): the fixture's S half-subset replays per seed (tiny: "
                   "S = 120, about 4 s each; cached, shared by the xdist workers); without it the check is N/A "
-                  "(not run). --bt-paper-gate turns it on"),
+                  "(not run), also under --bt-paper-gate: on fresh fixtures the set costs tiny about 25 CPU-minutes"),
     "causal-all-seeds": (bool, "run the two re-runs of the 'planted cause is causal' self-check for every seed "
                                "(default: the first seed only)"),
     "timeout": (float, "time limit in seconds of one call into an estimator (its fit or one score); a call that "
@@ -201,8 +201,6 @@ def resolve_settings(config: pytest.Config) -> Settings:
                                 "sketch seeds)")
     if s.paper_gate:
         refuse_unsealed(s)
-        if get_profile_lds(s.profile):  # the paper gate judges the whole grid, LDS included
-            s = dataclasses.replace(s, lds=True)
         if s.gate_seed is None:
             s = dataclasses.replace(s, gate_seed=gate_seed_of(config))
     # --bt-paper-gate's refusal of fewer seeds or draws and of any test selection: bt_bench.plugin.selection

@@ -11,7 +11,7 @@ rollouts; no replay per estimator. PASS when, on every seed, LDS minus each cont
 resamples) has CI lower bound > ``lds_margin``.
 
 The set costs S replays per seed (tiny: about 4 s each), so it runs only when asked (``pytest checks --bt-lds``,
-which ``--bt-paper-gate`` requires); a session without it reports the check N/A with that reason. Why the GT
+also under ``--bt-paper-gate``, which does not imply it); a session without it reports the check N/A with that reason. Why the GT
 indicator is no ceiling here: LDS asks how well scores predict a counterfactual, and a score that weighs GT
 rollouts by how much each taught can beat the indicator (measured: docs/findings.md "Counterfactual replay"), so
 unlike the ranking checks no unit is declared out of reach by the labels."""
