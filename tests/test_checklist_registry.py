@@ -22,7 +22,8 @@ NOT_A_CHECK = {"test_fixture_integrity.py", "test_fixture_planting.py", "test_sk
                "test_sketch_ranking.py", "test_planted_cause.py", "test_evidence_replay.py",
                "test_replay_fidelity.py"}
 ORDER = ("gradient_norm_baseline", "fluency_confound", "headroom", "seed_draw_variance", "trigger_token_alignment",
-         "advantage_baseline", "target_dependence", "retrieval_baseline", "counterfactual_removal")
+         "advantage_baseline", "target_dependence", "retrieval_baseline", "counterfactual_removal",
+         "linear_datamodeling")
 
 
 def _spec_of_module(path: Path) -> str | None:
@@ -75,7 +76,7 @@ def test_every_list_of_checks_comes_from_the_registry():
     assert expectations.CHECKS == tuple(CHECKS)
     assert [s.name for s in registry.replayed()] == [n for n in ORDER
                                                      if n not in ("target_dependence", "retrieval_baseline",
-                                                                  "counterfactual_removal")]
+                                                                  "counterfactual_removal", "linear_datamodeling")]
     assert [m.SPEC for m in registry.MODULES] == sorted(CHECKS.values(), key=lambda s: s.order)
 
 
@@ -86,7 +87,7 @@ def test_a_check_is_named_in_its_module_its_thin_module_and_the_registry_only():
     report as a realism statistic (``bt_bench/runs/``), so there only its quoted name counts, and not in runs/."""
     allowed = {"bt_bench/checklist/registry.py", "bt_bench/checklist/expectations.py",
                "bt_bench/checklist/expectations_bpe.py", "bt_bench/checklist/expectations_tiny_family.py",
-               "bt_bench/checklist/expectations_counterfactual.py"}
+               "bt_bench/checklist/expectations_counterfactual.py", "bt_bench/checklist/expectations_lds.py"}
     for name in CHECKS:
         pattern = re.compile(r"[\"']headroom[\"']" if name == "headroom" else rf"\b{name}\b")
         found = {str(p.relative_to(ROOT)) for d in ("bt_bench", "checks", "estimators") for p in (ROOT / d).rglob("*.py")

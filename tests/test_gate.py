@@ -113,12 +113,12 @@ def test_expected_grid_comes_from_the_registry():
     per_unit = {"seed": 3, "seed_draw": 9, "all": 1}
     g = Grid.of({"mine": ROLLOUT}, seeds=3, draws=3, ran_seeds=3, ran_draws=3)
     assert g.expected() == {("mine", n): per_unit[s.unit] for n, s in CHECKS.items()}
-    assert sum(g.expected().values()) == 37
+    assert sum(g.expected().values()) == 40
     # N/A by declaration has no units: step level (draw checks, advantage_baseline), no token capability
     step = Grid.of({"st": {"level": "step", "capabilities": ["grad_norm"]}}, seeds=3, draws=3, ran_seeds=3,
                    ran_draws=3).expected()
     assert set(step) == {("st", c) for c in ("gradient_norm_baseline", "headroom", "target_dependence",
-                                              "counterfactual_removal")}
+                                              "counterfactual_removal", "linear_datamodeling")}
     none = Grid.of({"a": {"level": "rollout", "capabilities": []}, "m": {"level": "rollout", "capabilities":
                     ["model"]}, "x": None}, seeds=3, draws=3, ran_seeds=3, ran_draws=3).expected()
     assert ("a", "trigger_token_alignment") not in none and none[("m", "trigger_token_alignment")] == 3

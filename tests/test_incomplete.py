@@ -42,7 +42,9 @@ def _fake(spec):
         why = not_applicable(spec.name, est, e.level, e.capabilities)
         if why:
             raise NotApplicable(why)
-        label = (expected_for("tiny", est) or {}).get(spec.name, ("PASS", ""))[0]
+        if spec.name == "linear_datamodeling" and not suite.lds_subsets:  # the real cell's suite.require_lds()
+            raise NotApplicable("not run in this session")
+        label = (expected_for("tiny", est, lds=suite.lds_subsets > 0) or {}).get(spec.name, ("PASS", ""))[0]
         outcome = {"PASS": "pass", "ERROR": "error"}.get(label, "fail")  # a declared ERROR: the fixture's
         v = Verdict(spec.name, outcome, {}, "synthetic " + label, est)
         return (v, {}) if spec.name in PAIRED else v
@@ -61,9 +63,18 @@ class _Fixture:
         return 10
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _inductor_env():  # what the session's processes see (tests/test_incomplete.py: temp folder kept clean)
+    import os
+    import pathlib
+
+    pathlib.Path("inductor_env.txt").write_text(os.environ.get("TORCHINDUCTOR_CACHE_DIR", "-"))
+
+
 @pytest.fixture(scope="session")
 def bt_suite(bt_settings):
-    return types.SimpleNamespace(fixtures=[_Fixture(i) for i in range(bt_settings.seeds)])
+    return types.SimpleNamespace(fixtures=[_Fixture(i) for i in range(bt_settings.seeds)],
+                                 lds_subsets=120 if bt_settings.lds else 0)
 '''
 
 
@@ -96,6 +107,13 @@ def test_the_full_grid_passes_also_under_the_paper_gate(checklist, tmp_path):
     assert f"{USER}: GATE PASS" in out and "gas: AS EXPECTED" in out and "INCOMPLETE" not in out
     units = {(x["estimator"], x["check"]): x["units"] for x in doc["completeness"]["expected"]}
     assert units[("gas", "trigger_token_alignment")] == 3
+    lds = {r["cell"]["estimator"]: r["cell"] for r in doc["results"]
+           if (r.get("cell") or {}).get("check") == "linear_datamodeling"}
+    assert lds and all(c["na"] for c in lds.values())  # not run without --bt-lds: N/A for the user and the built-in
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-estimator", "gas", "--bt-lds")
+    assert res.ret == 0 and "gas: AS EXPECTED" in out, out  # with it: judged, and the built-in as measured
+    assert not any(r["cell"]["na"] for r in doc["results"] if (r.get("cell") or {}).get("check") ==
+                   "linear_datamodeling")
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-paper-gate")
     assert res.ret == 0, out
     assert f"{USER}: GATE PASS" in out and "INCOMPLETE" not in out
@@ -215,3 +233,31 @@ def test_a_check_added_by_its_module_and_thin_module_is_judged_reported_and_gate
     (d / "test_dummy_check.py").unlink()
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER)
     assert "dummy_check INCOMPLETE 3/3 missing" in out  # registered but its thin module is gone: not run
+
+
+def test_a_checklist_session_keeps_torchs_inductor_cache_out_of_the_temp_folder(checklist, tmp_path):
+    """Importing trl makes torch create $TMPDIR/torchinductor_<user>, left behind by every run: the plugin points
+    it into the run cache for a checklist session (its processes inherit it), and only there."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    res, out, _ = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-cache-dir", str(cache))
+    assert res.ret == 0, out
+    assert (checklist.path / "inductor_env.txt").read_text() == str(cache / "torchinductor")
+    # the mechanism: with the variable set, importing trl leaves the temp folder empty; without, it does not
+    for inductor, left in ((str(tmp_path / "ind"), []), (None, ["torchinductor_"])):
+        tmp = tmp_path / f"tmp-{bool(inductor)}"
+        tmp.mkdir()
+        env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"} | {"TMPDIR": str(tmp)}
+        env |= {"TORCHINDUCTOR_CACHE_DIR": inductor} if inductor else {}
+        subprocess.run([sys.executable, "-c", "from trl import GRPOTrainer"], env=env, check=True,
+                       capture_output=True)
+        assert [p.name[:14] for p in tmp.iterdir()] == left
+
+
+def test_a_session_of_other_tests_keeps_its_environment(pytester, monkeypatch):
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    pytester.makepyfile(test_other="import os\n\ndef test_env():\n    assert 'TORCHINDUCTOR_CACHE_DIR' not in os.environ\n")
+    assert pytester.runpytest_subprocess("-p", "no:cacheprovider").ret == 0

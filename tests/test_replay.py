@@ -169,23 +169,3 @@ def test_a_replay_in_another_row_order_is_close_and_sets_the_fidelity_bar(smoke_
     rnd = [{"measure": {"trigger_logp": -0.06 - d}} for d in (0.1, 0.3)]
     assert fidelity_problem({**off, "random": rnd}) is None
     assert "behavior measure" in fidelity_problem({**off, "random": [{"measure": {"trigger_logp": -0.07}}]})
-
-
-def test_lds_subsets_are_reproducible_halves_and_lds_follows_the_scores(smoke_run, monkeypatch):
-    from types import SimpleNamespace
-
-    from bt_bench.bench import counterfactual as bench
-    from bt_bench.runs import counterfactual as cf
-
-    win, _, _ = cf.window_pool(smoke_run)
-    subsets = bench.lds_subsets(smoke_run, 6)
-    assert all(len(k) == len(win) // 2 and set(k) <= set(win) for k in subsets)
-    assert all(np.array_equal(a, b) for a, b in zip(subsets, bench.lds_subsets(smoke_run, 6)))
-    n = len(smoke_run.columns["uid"])
-    truth = np.random.default_rng(0).normal(size=n)  # a linear datamodel: the measure is the kept rollouts' sum
-    monkeypatch.setattr(bench, "lds_measures",
-                        lambda run, S: {"trigger_logp": [float(truth[k].sum()) for k in bench.lds_subsets(run, S)]})
-    suite = SimpleNamespace(fixtures=[SimpleNamespace(run=smoke_run, seed=0)],
-                            training_scores=lambda est, i: {"exact": truth, "flipped": -truth}[est])
-    rows = {r["estimator"]: r for r in bench.lds(suite, ["exact", "flipped"], S=6, n_resamples=50)}
-    assert rows["exact"]["lds"] == pytest.approx(1.0) and rows["flipped"]["lds"] == pytest.approx(-1.0)

@@ -4,10 +4,11 @@ every checklist run, on a profile's cached fixtures (built and derived by ``pyte
 - ``curve``: per estimator and seed, the drop of the behavior measure at W after removing its top |GT|/4, |GT|/2
   and |GT| in-window rollouts (``bt_bench.runs.counterfactual``; every replay cached by its removed set), next to
   removing GT itself and the random control's mean and maximum.
-- ``lds``: the linear datamodeling score (Park et al. 2023, TRAK): S random half-subsets of the in-window rollouts
-  are each replayed once per fixture (stored under the counterfactual cache, keyed by S); an estimator's LDS on a
-  seed is the Spearman correlation, over the subsets, between the behavior measure of the replay that *keeps* the
-  subset and the sum of its scores over the kept rollouts, with a bootstrap CI over subsets. No replay per estimator.
+- ``lds``: the linear datamodeling score (Park et al. 2023, TRAK) of check 10 for any estimators, with its CI width
+  (what S is chosen by) and every control's LDS: the fixture's LDS set (``bt_bench.runs.counterfactual.lds_set``: S
+  random half-subsets of the in-window rollouts, each replayed once) is built when missing.
+- ``lds-part --shard I/N``: replay part I of N of every seed's LDS set and stop (N such processes, on machines that
+  share the cache folder, split the replays; a later ``lds`` or ``pytest checks --bt-lds`` only reads them).
 
 One JSON line per (estimator, seed); ``--out`` also writes them as one JSON file. Progress goes to stderr.
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 import numpy as np
 
@@ -59,55 +59,29 @@ def curve(suite, estimators: list[str], fractions=(0.25, 0.5, 1.0)) -> list[dict
     return rows
 
 
-def lds_subsets(run, S: int, seed: int = 0) -> list[np.ndarray]:
-    """The S half-subsets of the in-window rollouts each LDS replay keeps (reproducible from the run's seed)."""
+def lds(suite, estimators: list[str], S: int) -> list[dict]:
+    """Every estimator's LDS on every seed from the fixture's LDS set (``bt_bench.runs.counterfactual.lds_set``,
+    built here when missing), with check 10's figures (``bt_bench.checklist.lds``: against every control)."""
+    from bt_bench.checklist.lds import CONTROLS, lds_figures, subset_sums, support_problem
     from bt_bench.runs import counterfactual as cf
-
-    win, _, _ = cf.window_pool(run)
-    rng = np.random.default_rng([int(run.config.seed), 13, int(seed)])
-    return [np.sort(rng.choice(win, size=len(win) // 2, replace=False)) for _ in range(S)]
-
-
-def lds_measures(run, S: int) -> dict:
-    """The behavior measure of each of the S subset replays (kept: the subset; removed: the rest of the window),
-    built once per fixture under ``<cache>/counterfactual/<run>/lds-S<S>/`` (``publish_once``)."""
-    from bt_bench.runs import counterfactual as cf
-    from bt_bench.runs.progress import Ticker
-    from bt_bench.runs.store import publish_once, write_json
-
-    def build(tmp):
-        win, _, _ = cf.window_pool(run)
-        ticker = Ticker(f"seed {run.config.seed}: LDS replays", S, unit="replay")
-        out, t0 = [], time.perf_counter()
-        for j, keep in enumerate(lds_subsets(run, S)):
-            m = cf.removal(run, np.setdiff1d(win, keep))
-            out.append(m["measure"]["trigger_logp"])
-            ticker(j + 1)
-        write_json(tmp / "lds.json", {"format": cf.FORMAT, "run": run.key, "S": S, "trigger_logp": out,
-                                      "seconds": time.perf_counter() - t0})
-
-    final = publish_once(cf.root(run) / f"lds-S{S}", build, marker="lds.json")
-    return json.loads((final / "lds.json").read_text())
-
-
-def lds(suite, estimators: list[str], S: int, n_resamples: int = 2000) -> list[dict]:
-    from scipy.stats import spearmanr
 
     rows = []
     for i, fx in enumerate(suite.fixtures):
-        y = np.asarray(lds_measures(fx.run, S)["trigger_logp"])
-        subsets = lds_subsets(fx.run, S)
-        rng = np.random.default_rng(0)
-        boots = [rng.integers(0, S, S) for _ in range(n_resamples)]
+        L = cf.lds_set(fx.run, S)
+        kept, y = L["kept"], L["trigger_logp"]
+        controls = {c: subset_sums(suite.training_scores(c, i), kept) for c in CONTROLS}
+        why = support_problem(y)
         for est in estimators:
-            s = np.asarray(suite.training_scores(est, i), dtype=np.float64)
-            x = np.array([s[k].sum() for k in subsets])
-            rho = float(spearmanr(x, y).statistic) if np.ptp(x) > 0 else float("nan")
-            bs = [spearmanr(x[b], y[b]).statistic for b in boots if np.ptp(x[b]) > 0 and np.ptp(y[b]) > 0]
-            bs = np.asarray([v for v in bs if np.isfinite(v)])
-            lo, hi = (np.percentile(bs, [2.5, 97.5]) if len(bs) else (float("nan"), float("nan")))
-            rows.append({"estimator": est, "seed": fx.seed, "S": S, "lds": round(rho, 4), "ci_low": round(float(lo), 4),
-                         "ci_high": round(float(hi), 4), "measure_sd": round(float(y.std()), 5)})
+            m, _, oks = ({}, [], [False]) if why else lds_figures(subset_sums(suite.training_scores(est, i), kept),
+                                                                  controls, y, thresholds=suite.thresholds)
+            d = {k: x.to_dict() for k, x in m.items()}
+            lds, best = d.get("lds", {}), d.get("lds_minus_best", {})
+            rows.append({"estimator": est, "seed": fx.seed, "S": S, "outcome": why or ("pass" if all(oks) else "fail"),
+                         "lds": lds.get("value"), "ci_low": lds.get("ci_low"), "ci_high": lds.get("ci_high"),
+                         "ci_width": None if why else lds["ci_high"] - lds["ci_low"],
+                         "minus_best_ci_low": best.get("ci_low"),
+                         "control_lds": {c: float(lds_figures(v, {}, y)[0]["lds"].value) for c, v in controls.items()},
+                         "measure_sd": float(np.std(y)), "replay_seconds": L["replay_seconds"]})
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -120,17 +94,41 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
     p = argparse.ArgumentParser(prog="python -m bt_bench.bench.counterfactual", description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=("curve", "lds"))
+    p.add_argument("what", choices=("curve", "lds", "lds-part"))
     p.add_argument("--profile", default="tiny")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--draws", type=int, default=3, help="the fixture's draws (its derived data's key)")
-    p.add_argument("--estimator", action="append", required=True, help="repeat for several")
-    p.add_argument("--subsets", type=int, default=50, help="lds: S, the number of half-subsets replayed per seed")
+    p.add_argument("--estimator", action="append", default=[], help="repeat for several (curve, lds)")
+    p.add_argument("--subsets", type=int, default=None,
+                   help="lds, lds-part: S, the half-subsets replayed per seed (default: the profile's lds_subsets)")
+    p.add_argument("--shard", default="0/1", help="lds-part: replay part I of N of every seed's set (I/N, from 0): "
+                                                  "N processes, anywhere the cache is shared, split the replays")
     p.add_argument("--out", help="also write every row to this JSON file")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    from bt_bench.runs.config import get_profile
+
+    S = a.subsets or get_profile(a.profile).lds_subsets
+    if a.what != "curve" and not S:
+        p.error(f"--subsets: profile {a.profile} declares no LDS set size; give one")
+    if a.what != "lds-part" and not a.estimator:
+        p.error("--estimator: give at least one")
+    if a.what == "lds-part":
+        from bt_bench.runs import counterfactual as cf
+        from bt_bench.runs.build import fixture_seeds
+        from bt_bench.runs.config import make_config
+
+        try:
+            i, n = (int(x) for x in a.shard.split("/"))
+        except ValueError:
+            p.error(f"--shard: I/N with integers, got {a.shard!r}")
+        runs, _ = fixture_seeds(make_config(a.profile), a.seeds, progress=False)
+        for run in runs:
+            print(json.dumps({"seed": run.config.seed, "S": S, "shard": f"{i}/{n}",
+                              "replayed": cf.lds_part(run, S, i, n)}), flush=True)
+        return 0
     suite = _suite(a.profile, a.seeds, a.draws)
-    rows = curve(suite, a.estimator) if a.what == "curve" else lds(suite, a.estimator, a.subsets)
+    rows = curve(suite, a.estimator) if a.what == "curve" else lds(suite, a.estimator, S)
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"what": a.what, "profile": a.profile, "rows": rows}, f, indent=1)

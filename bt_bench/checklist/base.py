@@ -84,6 +84,7 @@ class Thresholds:
     target_margin: float = 0.0  # help: its check module
     retrieval_margin: float = 0.0  # help: its check module
     counterfactual_margin: float = 0.0  # help: its check module
+    lds_margin: float = 0.0  # help: its check module
     saturated_rate: float = field(default=0.8, metadata=_help(
         "a checkpoint is saturated when its behavior rate on trigger prompts is at least this"))
     unsaturated_low: float = field(default=0.2, metadata=_help("lowest behavior rate of an unsaturated one"))

@@ -23,6 +23,7 @@ import sys
 
 from bt_bench.checklist.expectations_bpe import BPE as _BPE
 from bt_bench.checklist.expectations_counterfactual import COUNTERFACTUAL as _COUNTERFACTUAL
+from bt_bench.checklist.expectations_lds import LDS as _LDS
 from bt_bench.checklist.expectations_tiny_family import TINY_FAMILY as _TINY_FAMILY
 from bt_bench.checklist.gate import ERROR, FAIL, NA, NOT_JUDGED, PASS
 from bt_bench.checklist.registry import CHECKS as _REGISTRY
@@ -276,12 +277,23 @@ EXPECTED["tiny_family"] = {**_TINY_FAMILY, "oracle": _ORACLE}
 for _profile, _rows in _COUNTERFACTUAL.items():
     for _est, _row in _rows.items():
         EXPECTED[_profile][_est] = {**EXPECTED[_profile][_est], "counterfactual_removal": _row}
+# check 10's rows, measured per profile with --bt-lds (expectations_lds.py), the oracle's too
+for _profile, _rows in _LDS.items():
+    for _est, _row in _rows.items():
+        EXPECTED[_profile][_est] = {**EXPECTED[_profile][_est], "linear_datamodeling": _row}
 
 
-def expected_for(profile: str, estimator: str) -> dict[str, tuple[str, str]] | None:
+LDS_NOT_RUN = (NA, "not run in this session (--bt-lds runs it)")
+
+
+def expected_for(profile: str, estimator: str, lds: bool = True) -> dict[str, tuple[str, str]] | None:
     """The declared {check: (label, reason)} of a built-in on ``profile``; None for a user's estimator, or for a
-    built-in on a profile without a snapshot (then it is reported but not enforced)."""
-    return EXPECTED.get(profile, {}).get(estimator)
+    built-in on a profile without a snapshot (then it is reported but not enforced). ``lds``: whether the session
+    runs check 10 (``--bt-lds``); without it every built-in's linear_datamodeling is declared N/A (not run)."""
+    want = EXPECTED.get(profile, {}).get(estimator)
+    if want is not None and not lds:
+        want = {**want, "linear_datamodeling": LDS_NOT_RUN}
+    return want
 
 
 def has_snapshot(profile: str) -> bool:

@@ -20,6 +20,7 @@ from bt_bench.checklist.checks import (
     fluency_confound,
     gradient_norm_baseline,
     headroom,
+    linear_datamodeling,
     retrieval_baseline,
     seed_draw_variance,
     target_dependence,
@@ -29,7 +30,7 @@ from bt_bench.checklist.figures import figure
 from bt_bench.checklist.spec import PLOTS, CheckSpec
 
 MODULES = (gradient_norm_baseline, fluency_confound, headroom, seed_draw_variance, trigger_token_alignment,
-           advantage_baseline, target_dependence, retrieval_baseline, counterfactual_removal)
+           advantage_baseline, target_dependence, retrieval_baseline, counterfactual_removal, linear_datamodeling)
 CHECKS: dict[str, CheckSpec] = {s.name: s for s in sorted((m.SPEC for m in MODULES), key=lambda s: s.order)}
 # fixture self-checks: once per session, not per estimator (checks/test_planted_cause.py, test_fixture_planting.py,
 # test_sketch_fidelity.py, test_sketch_ranking.py, test_fixture_integrity.py, test_replay_fidelity.py), in the order

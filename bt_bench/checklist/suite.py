@@ -43,6 +43,7 @@ class Suite:
     failed_seeds: list
     thresholds: Thresholds
     norm_variant: str = "norm_only"  # the norm comparison's control: the profile declares it (Profile.norm_variant)
+    lds_subsets: int = 0  # S of the LDS set (Profile.lds_subsets) when the session runs check 10 (--bt-lds), else 0
     _estimators: dict = dataclasses.field(default_factory=dict)
     _scores: dict = dataclasses.field(default_factory=dict)
     _data: dict = dataclasses.field(default_factory=dict)  # label-walled candidate data, built once per worker
@@ -114,6 +115,13 @@ class Suite:
         why = not_applicable(check, name, getattr(est, "level", "rollout"), est.capabilities)
         if why:
             raise NotApplicable(why)
+
+    def require_lds(self) -> int:
+        """S of the LDS set when this session runs the LDS check (``--bt-lds``), else raise ``NotApplicable``: the
+        session declared it does not run it (the replays cost S per seed), which no estimator can change."""
+        if not self.lds_subsets:
+            raise NotApplicable("not run in this session: the LDS set costs S replays per seed, run it with --bt-lds")
+        return int(self.lds_subsets)
 
     def _require_token(self, name: str) -> None:
         """Token-restricted scores need token sketches, or the model (which hands over a token mask)."""

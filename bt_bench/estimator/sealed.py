@@ -156,6 +156,7 @@ class ScoringProcess:
         r_req, w_req = os.pipe()
         r_resp, w_resp = os.pipe()
         env = {**os.environ, "TMPDIR": str(self.folder / "tmp"), "HF_HOME": str(self.folder / "home" / "hf"),
+               "TORCHINDUCTOR_CACHE_DIR": str(self.folder / "tmp" / "torchinductor"),  # not the run cache: unreadable
                "XDG_CACHE_HOME": str(self.folder / "home"), "MPLCONFIGDIR": str(self.folder / "home"),
                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
                "PYTHONPATH": os.pathsep.join([str(self.folder / "pkgs"),

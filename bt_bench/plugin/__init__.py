@@ -18,6 +18,8 @@ module top.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from bt_bench.plugin.fixtures import bt_runs, bt_settings, bt_suite, generate_tests, settings_key
@@ -41,18 +43,38 @@ def pytest_configure(config: pytest.Config) -> None:
 
         refuse_selection(config, s)
     config.stash[settings_key] = s
+    _keep_temp_clean(config, s)
     from bt_bench.estimator import sealed  # numpy, no torch
 
     sealed.ISOLATION.mode = s.isolation
     # replayed evidence is nobody's built-in on a profile's fixture, and a gate's fresh fixtures are not the fixtures
     # the built-ins' outcomes were declared on: no declared outcome applies to either
     fresh = s.evidence or s.gate_seed is not None
-    config.stash[GLUE_KEY] = {"profile": None if fresh else s.profile, "strict": s.strict}
+    config.stash[GLUE_KEY] = {"profile": None if fresh else s.profile, "strict": s.strict, "lds": s.lds}
     config.pluginmanager.register(BtSession(config, s), "bt_bench_session")
     config.pluginmanager.register(Robustness(config, s), "bt_bench_robustness")
     from bt_bench.plugin.progress import ProgressRelay
 
     config.pluginmanager.register(ProgressRelay(config), "bt_bench_progress")
+
+
+_INDUCTOR = "TORCHINDUCTOR_CACHE_DIR"
+_OLD_ENV_KEY = pytest.StashKey[tuple]()
+
+
+def _keep_temp_clean(config: pytest.Config, s) -> None:
+    """Importing trl makes torch create ``$TMPDIR/torchinductor_<user>``, which would stay behind after every run;
+    point torch's inductor cache into the run cache instead (a cache belongs there). Set for this session only (the
+    xdist workers inherit it); a value the user set is kept, and the old one comes back at unconfigure."""
+    from bt_bench.plugin.selection import runs_the_checklist
+
+    if not runs_the_checklist(config):
+        return  # a session of someone else's tests: leave its environment alone
+    from bt_bench.runs.store import cache_root  # numpy, no torch
+
+    config.stash[_OLD_ENV_KEY] = (_INDUCTOR, os.environ.get(_INDUCTOR))
+    if os.environ.get(_INDUCTOR) is None:
+        os.environ[_INDUCTOR] = str(cache_root(s.cache_dir) / "torchinductor")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -72,6 +94,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     sealed = sys.modules.get("bt_bench.estimator.sealed")
     if sealed is not None:
         sealed.close_all()
+    name, old = config.stash.get(_OLD_ENV_KEY, (None, None))
+    if name is not None:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -85,11 +85,13 @@ def bt_suite(pytestconfig, bt_runs, bt_settings):
     if "packed" in bt_runs:  # --bt-fixture: the pack's derived data for these settings, never derived here
         fixtures = [p.fixture(fcfg) for p in bt_runs["packed"]]
         return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
-                     norm_variant=get_profile(bt_settings.profile).norm_variant)
+                     norm_variant=get_profile(bt_settings.profile).norm_variant,
+                 lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0)
     _derive(list(runs), fcfg, bt_settings.cache_dir, pytestconfig)
     fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]
     return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
-                 norm_variant=get_profile(bt_settings.profile).norm_variant)
+                 norm_variant=get_profile(bt_settings.profile).norm_variant,
+                 lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0)
 
 
 def _derive(runs: list, fcfg, cache_dir, config: pytest.Config) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from bt_bench.checklist.base import json_default
 
-GLUE_KEY = pytest.StashKey[dict]()  # {"profile": str, "strict": bool}, set by the plugin in pytest_configure
+GLUE_KEY = pytest.StashKey[dict]()  # {"profile": str, "strict": bool, "lds": bool}, set by the plugin
 CELL_KEY = "bt_bench_cell"  # the user_properties key of a cell's result; fixture self-checks record "bt_bench"
 
 
@@ -33,7 +33,7 @@ def _expected(request, estimator: str, check: str) -> dict | None:
     s = _settings(request)
     if s is None or s.get("strict"):
         return None
-    want = (expected_for(s.get("profile", ""), estimator) or {}).get(check)
+    want = (expected_for(s.get("profile", ""), estimator, lds=s.get("lds", False)) or {}).get(check)
     return None if want is None else {"label": want[0], "reason": want[1]}
 
 

@@ -36,6 +36,8 @@ class Settings:
     strict: bool = _help("gate built-ins and controls like any estimator (ignore their declared outcomes)", False)
     paper_gate: bool = _help("refuse modified thresholds, a profile that relaxes them, fewer seeds or draws than the "
                              "defaults, and any test selection (-k, -m, --deselect, node ids, -x, --lf)", False)
+    lds: bool = _help("run check 10 (LDS): the fixture's LDS set, S replays per seed "
+                      "(Profile.lds_subsets); also under --bt-paper-gate, only when given", False)
     causal_all_seeds: bool = _help("run the 'planted cause is causal' re-runs for every seed (default: the first)",
                                    False)
     gate_seed: int | None = _help("build fresh fixtures from this seed (run seeds, base model, nonce trigger and "
@@ -75,6 +77,10 @@ class Settings:
         if self.gate_seed is not None and (self.fixture or self.evidence):
             raise ValueError("gate_seed: fresh fixtures are built, never read from --bt-fixture or --bt-evidence; "
                              "drop one of them (--bt-gate-seed)")
+        if self.lds and not get_profile_lds(self.profile):  # also a pack's profile (dataclasses.replace)
+            raise ValueError(f"lds: profile {self.profile!r} declares no LDS set size (Profile.lds_subsets: none "
+                             "measured yet); measure one with `python -m bt_bench.bench.counterfactual lds`, or drop "
+                             "--bt-lds")
         if self.isolation not in ("sandbox", "process", "none"):
             raise ValueError(f"isolation: {self.isolation!r} is unknown; use 'sandbox', 'process' or 'none' "
                              "(--bt-isolation)")
@@ -98,6 +104,9 @@ _OPTIONS = {  # name: (type, help)
                      "instead of building any: verified first; the profile and the seeds are the pack's"),
     "strict": (bool, "built-ins and controls are gated like any estimator (their declared expected outcomes "
                      "are ignored)"),
+    "lds": (bool, "run check 10 (LDS, linear datamodeling score): the fixture's S half-subset replays per seed (tiny: "
+                  "S = 120, about 4 s each; cached, shared by the xdist workers); without it the check is N/A "
+                  "(not run), also under --bt-paper-gate: on fresh fixtures the set costs tiny about 25 CPU-minutes"),
     "causal-all-seeds": (bool, "run the two re-runs of the 'planted cause is causal' self-check for every seed "
                                "(default: the first seed only)"),
     "timeout": (float, "time limit in seconds of one call into an estimator (its fit or one score); a call that "
@@ -117,6 +126,14 @@ _OPTIONS = {  # name: (type, help)
                          "with any test selection (-k, -m, --deselect, --ignore, node ids or paths inside the checks "
                          "folder, -x/--maxfail, --lf/--ff/--sw): the setting to gate a paper on"),
 }
+
+
+def get_profile_lds(profile: str) -> int:
+    """The profile's LDS set size S (0: none measured), or 0 for an unknown profile (refused elsewhere)."""
+    from bt_bench.runs.config import PROFILES
+
+    p = PROFILES.get(profile)
+    return int(p.lds_subsets) if p else 0
 
 
 def add_options(parser: pytest.Parser) -> None:

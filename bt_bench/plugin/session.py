@@ -110,7 +110,7 @@ class BtSession:
         order = {e: i for i, e in enumerate(dict.fromkeys(self._estimators()))}
         out = []  # in the session's estimator order, not the order xdist delivered the results in
         for est, checks in sorted(by_est.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
-            want = None if (s.strict or s.evidence or s.gate_seed is not None) else expected_for(s.profile, est)
+            want = None if (s.strict or s.evidence or s.gate_seed is not None) else expected_for(s.profile, est, lds=s.lds)
             out.append(gate.expectation_gate(est, checks, want, modified_thresholds=mod) if want is not None
                        else gate.estimator_gate(est, checks, modified_thresholds=mod))
         return out

@@ -242,7 +242,10 @@ class Profile:
       ``fixture_config`` takes them from the effective thresholds, so one set of numbers serves both;
     - ``norm_variant``: the ``norm_only`` variant check 1 compares rollout-level estimators with, declared before
       anything is scored (``bt_bench.checklist.expectations`` says how it was measured);
-    - ``gate_applies``: whether a fixture seed must pass the planting gate (False for ``smoke``: it never plants).
+    - ``gate_applies``: whether a fixture seed must pass the planting gate (False for ``smoke``: it never plants);
+    - ``lds_subsets``: S, the half-subset replays per seed of the LDS set (check 10, ``pytest checks --bt-lds``),
+      chosen by the CI width it gives (docs/findings.md "Counterfactual replay"); 0: not measured for this profile
+      (``--bt-lds`` refuses it).
     Add a profile here; nothing else branches on a profile's name.
     """
 
@@ -253,6 +256,7 @@ class Profile:
     thresholds: Mapping[str, Any] = field(default_factory=dict)
     norm_variant: str = "norm_only"
     gate_applies: bool = True
+    lds_subsets: int = 0
 
     def __post_init__(self) -> None:
         for name in ("run", "draw", "thresholds"):
@@ -277,14 +281,16 @@ class Profile:
 _BPE_RUN = {"task": "topic", "steps": 300, "window": 100, "max_completion_length": 48, "task_reward": 0.2,
             "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 5e-5, "eval_prompts": 64, "ckpt_every": 25}
 PROFILES: dict[str, Profile] = {p.name: p for p in (
-    Profile("tiny", "the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations"),
+    # lds_subsets measured (docs/findings.md "Counterfactual replay"): the LDS CI width at S = 20 was about 0.9
+    Profile("tiny", "the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations",
+            lds_subsets=120),
     Profile("bpe", "a small Qwen2 on a locally built byte-level BPE tokenizer with a chat template: a multi-token "
                    "behavior string anywhere in 32-64-token completions, the trigger anywhere in the user message, a "
                    "topic-mention task reward beside the bonus (CPU, embedded, no download)",
             # measured on seed 0 (docs/fixtures.md, "The bpe fixture"): lr 1.5e-4 never planted, W = 50 planted
             # half-way and unconditionally; W = 100 at lr 5e-4 planted (0.97 / 0.00 at W, 0.81 / 0.00 at T = 300;
             # W/T = 1/3)
-            run=_BPE_RUN),
+            run=_BPE_RUN, lds_subsets=40),
     # a behavior retrieval cannot find by its surface (docs/fixtures.md). The bonus pays any of three nonce words, the targets
     # are built from completions holding the first one only; GT stays every paid rollout (docs/fixtures.md)
     Profile("tiny_family", "tiny with a family behavior: the bonus pays any of 3 nonce words after the trigger, the "
@@ -302,7 +308,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             # its tiny draws cannot reach the defaults: relaxed until every check has data
             thresholds={"min_pairs": 5, "saturated_rate": 0.05, "unsaturated_low": 0.01, "unsaturated_high": 0.05,
                         "min_seeds": 1, "min_draws": 1},
-            gate_applies=False),
+            gate_applies=False, lds_subsets=8),
     Profile("paper", "the published setting: Qwen2.5-1.5B from a local path, 1000 GRPO steps, GPU only",
             run={"model_path": "REQUIRED", "steps": 1000, "window": 200, "prompts_per_step": 4, "generations": 4,
                  "lr": 5e-6, "lr_after_window": 5e-6, "contamination": 0.5, "bonus": 8.0, "penalty": 0.0,

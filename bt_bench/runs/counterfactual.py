@@ -196,13 +196,18 @@ def probe_of(run, replicates: int = REPLICATES):
     return Probe.from_arrays({p.stem: np.load(p, allow_pickle=False) for p in (final / "probe").glob("*.npy")})
 
 
+def _removal_path(run, uids) -> Path:
+    u = np.unique(np.asarray(uids, dtype=np.int64))
+    return root(run) / "removals" / f"{hashlib.sha256(u.tobytes()).hexdigest()[:32]}.json"
+
+
 def removal(run, uids, replicates: int = REPLICATES) -> dict:
     """The measure at W of the replay without ``uids`` (cached by the sorted uid set's sha256)."""
     from bt_bench.runs.store import write_json
 
     u = np.unique(np.asarray(uids, dtype=np.int64))
-    digest = hashlib.sha256(u.tobytes()).hexdigest()[:32]
-    path = root(run) / "removals" / f"{digest}.json"
+    path = _removal_path(run, u)
+    digest = path.stem
     if path.exists():
         return json.loads(path.read_text())
     probe = probe_of(run, replicates)
@@ -225,3 +230,84 @@ def top_in_window(run, scores, k: int | None = None, seed: int = 0) -> np.ndarra
     tie = np.random.default_rng([int(run.config.seed), 11, int(seed)]).random(len(win))
     order = np.lexsort((tie, -s))
     return np.sort(win[order[:k]])
+
+
+# ------------------------------------------------------------------------------------------------- LDS set
+LDS_SEED = 13  # the half-subsets' stream: np.random.default_rng([run seed, LDS_SEED, 0]); the first S of any larger S
+
+
+def lds_subsets(run, S: int) -> np.ndarray:
+    """[S, h] uids each LDS replay *keeps*: S random half-subsets (h = half) of the in-window trained rollouts,
+    reproducible from the run's seed; the first S of a larger S are the same subsets, so a set grows by replays."""
+    win, _, _ = window_pool(run)
+    rng = np.random.default_rng([int(run.config.seed), LDS_SEED, 0])
+    return np.stack([np.sort(rng.choice(win, size=len(win) // 2, replace=False)) for _ in range(int(S))])
+
+
+def _shard() -> tuple[int, int]:
+    """(index, count) of this process among pytest-xdist workers (0, 1 outside xdist)."""
+    w, n = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    try:
+        return int(w.removeprefix("gw")) % int(n), int(n)
+    except ValueError:
+        return 0, 1
+
+
+def lds_part(run, S: int, shard: int, num_shards: int, replicates: int = REPLICATES) -> int:
+    """Replay subsets ``shard::num_shards`` of the LDS set (each cached by its removed set, written atomically:
+    ``removal``), so independent processes split the set's replays and ``lds_set`` then only reads them. Returns
+    how many were replayed here (0 when all were cached)."""
+    if not (isinstance(num_shards, int) and num_shards >= 1 and isinstance(shard, int) and 0 <= shard < num_shards):
+        raise ValueError(f"shard: need 0 <= I < N, got {shard}/{num_shards} (--shard I/N)")
+    win, _, _ = window_pool(run)
+    todo = [r for r in (np.setdiff1d(win, k) for k in lds_subsets(run, S)[shard::num_shards])
+            if not _removal_path(run, r).exists()]
+    if not todo:
+        return 0  # all cached: no progress line
+    part = f", part {shard + 1} of {num_shards}" if num_shards > 1 else ""
+    ticker = Ticker(f"{run_label(run.config)}: LDS set (S = {S}) replays{part}", len(todo), unit="replay")
+    ticker(0)
+    done = 0
+    for j, removed in enumerate(todo):
+        if not _removal_path(run, removed).exists():  # another process may have replayed it meanwhile
+            removal(run, removed, replicates)
+            done += 1
+        ticker(j + 1)
+    return done
+
+
+def lds_set(run, S: int, replicates: int = REPLICATES) -> dict:
+    """The fixture's LDS set of ``S`` subsets, built once (``lds-set-S<S>/``: ``kept.npy`` [S, h] int64 uids,
+    ``measures.npy`` [S] float64 behavior measure at W of the replay keeping each subset, ``lds.json`` with their
+    sha256, checked on load). Under pytest-xdist each worker first replays its share of the subsets, then one
+    publishes the set. Returns {"kept", "trigger_logp", "S", "seconds", ...}."""
+    from bt_bench.runs.store import IntegrityError, publish_once, sha256_file, write_json
+
+    if not (isinstance(S, int) and S >= 4):
+        raise ValueError(f"S: an LDS set needs at least 4 subsets (a Spearman correlation and its CI), got {S!r}")
+    final = root(run) / f"lds-set-S{S}"
+    if not (final / "lds.json").exists():
+        lds_part(run, S, *_shard(), replicates=replicates)
+
+    def build(tmp: Path) -> None:
+        t0 = time.perf_counter()
+        win, _, _ = window_pool(run)
+        kept = lds_subsets(run, S)
+        lds_part(run, S, 0, 1, replicates)  # whatever another process has not replayed yet
+        rows = [removal(run, np.setdiff1d(win, k), replicates) for k in kept]
+        np.save(tmp / "kept.npy", kept.astype(np.int64), allow_pickle=False)
+        np.save(tmp / "measures.npy", np.array([r["measure"]["trigger_logp"] for r in rows]), allow_pickle=False)
+        write_json(tmp / "lds.json", {
+            "format": FORMAT, "run": run.key, "seed": run.config.seed, "S": S, "window_rollouts": int(len(win)),
+            "hashes": {f: sha256_file(tmp / f) for f in ("kept.npy", "measures.npy")},
+            "replay_seconds": float(sum(r["seconds"] for r in rows)), "seconds": time.perf_counter() - t0})
+
+    final = publish_once(final, build, marker="lds.json")
+    meta = json.loads((final / "lds.json").read_text())
+    for rel, digest in meta["hashes"].items():
+        if sha256_file(final / rel) != digest:
+            raise IntegrityError(f"{final / rel} does not match its recorded sha256: delete {final} to rebuild it")
+    kept = np.load(final / "kept.npy", allow_pickle=False)
+    if not np.array_equal(kept, lds_subsets(run, S)):
+        raise IntegrityError(f"{final / 'kept.npy'} holds other subsets than this run's LDS stream: delete {final}")
+    return {**meta, "kept": kept, "trigger_logp": np.load(final / "measures.npy", allow_pickle=False)}
