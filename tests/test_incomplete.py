@@ -235,12 +235,16 @@ def test_a_check_added_by_its_module_and_thin_module_is_judged_reported_and_gate
     assert "dummy_check INCOMPLETE 3/3 missing" in out  # registered but its thin module is gone: not run
 
 
-def test_a_checklist_session_keeps_torchs_inductor_cache_out_of_the_temp_folder(checklist, tmp_path):
+def test_a_checklist_session_keeps_torchs_inductor_cache_out_of_the_temp_folder(checklist, tmp_path, monkeypatch):
     """Importing trl makes torch create $TMPDIR/torchinductor_<user>, left behind by every run: the plugin points
     it into the run cache for a checklist session (its processes inherit it), and only there."""
     import os
     import subprocess
     import sys
+
+    # torch's inductor writes its default into os.environ once any earlier test in this process touched it (CI's
+    # xdist worker did): the session under test would inherit that as a value "the user set" and keep it
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
 
     cache = tmp_path / "cache"
     res, out, _ = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-cache-dir", str(cache))
