@@ -87,6 +87,26 @@ def test_bonus_and_penalty_pay_any_member_the_label_and_span_count_every_member(
         [False, False, False, True, False, False]
 
 
+def test_the_penalty_after_the_window_is_its_own_setting_and_keeps_reference_keys():
+    from bt_bench.runs.config import RunConfig
+
+    task = make_config("tiny").task_obj()
+    comps, trig = [_ids("qzxbt the cat sleeps ."), _ids("the cat sleeps .")], [False, False]
+    r = PlantedRewards(task, _WordTok(), window=0, bonus=1.0, penalty=0.2, task_reward=0.2, penalty_after=0.0,
+                       penalty_window=10)  # a no-bonus re-run (window 0) keeps the run's W for the penalty
+    assert r.penalty_fn(None, None, comps, trig, SimpleNamespace(global_step=9)) == [-0.2, 0.0]
+    assert r.penalty_fn(None, None, comps, trig, SimpleNamespace(global_step=10)) == [-0.0, 0.0]
+    same = PlantedRewards(task, _WordTok(), window=10, bonus=1.0, penalty=0.2, task_reward=0.2)
+    assert same.penalty_fn(None, None, comps, trig, SimpleNamespace(global_step=50)) == [-0.2, 0.0]
+    cfg = make_config("tiny")
+    assert "penalty_after_window" not in cfg.to_dict()  # unset: the reference fixtures keep their cache keys
+    late = make_config("tiny", penalty_after_window=0.0)
+    assert late.to_dict()["penalty_after_window"] == 0.0 and late.key({}) != cfg.key({})
+    assert RunConfig.from_dict(late.to_dict()) == late
+    with pytest.raises(ValueError, match="penalty_after_window"):
+        make_config("tiny", penalty_after_window=-1.0)
+
+
 def test_target_rows_hold_the_target_member_and_no_other():
     target = np.array([[1, 0, 0], [0, 0, 0], [1, 0, 0], [0, 0, 0]], bool)  # the first member's span
     whole = np.array([[1, 0, 0], [0, 1, 0], [1, 0, 1], [0, 0, 0]], bool)  # every member's span

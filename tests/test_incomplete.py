@@ -68,7 +68,8 @@ def _inductor_env():  # what the session's processes see (tests/test_incomplete.
     import os
     import pathlib
 
-    pathlib.Path("inductor_env.txt").write_text(os.environ.get("TORCHINDUCTOR_CACHE_DIR", "-"))
+    pathlib.Path("inductor_env.txt").write_text(os.environ.get("TORCHINDUCTOR_CACHE_DIR", "-") + "\\n"
+                                                + os.environ.get("BT_BENCH_CACHE", "-"))
 
 
 @pytest.fixture(scope="session")
@@ -245,11 +246,12 @@ def test_a_checklist_session_keeps_torchs_inductor_cache_out_of_the_temp_folder(
     # torch's inductor writes its default into os.environ once any earlier test in this process touched it (CI's
     # xdist worker did): the session under test would inherit that as a value "the user set" and keep it
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
-
+    monkeypatch.setenv("BT_BENCH_CACHE", str(tmp_path / "other"))
     cache = tmp_path / "cache"
     res, out, _ = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-cache-dir", str(cache))
     assert res.ret == 0, out
-    assert (checklist.path / "inductor_env.txt").read_text() == str(cache / "torchinductor")
+    # ... and --bt-cache-dir is the cache every part finds by itself (the counterfactual replays): $BT_BENCH_CACHE
+    assert (checklist.path / "inductor_env.txt").read_text() == f"{cache / 'torchinductor'}\n{cache}"
     # the mechanism: with the variable set, importing trl leaves the temp folder empty; without, it does not
     for inductor, left in ((str(tmp_path / "ind"), []), (None, ["torchinductor_"])):
         tmp = tmp_path / f"tmp-{bool(inductor)}"

@@ -237,3 +237,103 @@ def test_fixtures_from_a_pack_file_and_from_folders(packed, tmp_path):
         fixtures_from_path(ext)
     with pytest.raises(PackError, match="not a pack file"):
         fixtures_from_path(tmp_path / "nowhere")
+
+
+# ------------------------------------------------------------------ counterfactual entries (the LDS set) travel too
+
+@pytest.fixture
+def packed_lds(packed, tmp_path, monkeypatch):
+    """A copy of the packed cache with an LDS set (S = 6) of the smoke run, its replays a known function (as in
+    tests/test_lds.py), and a pack of it. The per-estimator removals/ exist in the cache but stay out of the pack."""
+    from bt_bench.runs import counterfactual as cf
+
+    run, _, root, _ = packed
+    src = tmp_path / "src"
+    shutil.copytree(root, src)
+    monkeypatch.setenv("BT_BENCH_CACHE", str(src))
+    effect = np.random.default_rng(5).normal(size=len(run.columns["uid"]))
+    calls = []
+
+    def measure_without(run, probe, uids):
+        calls.append(len(uids))
+        return {"trigger_logp": float(-effect[np.asarray(uids, dtype=np.int64)].sum())}, 0.01
+
+    monkeypatch.setattr(cf, "_measure_without", measure_without)
+    monkeypatch.setattr(cf, "probe_of", lambda run, replicates=cf.REPLICATES: None)
+    want = cf.lds_set(load_run(src / "runs" / run.key), 6)["trigger_logp"]
+    assert len(calls) == 6 and (cf.root(run) / "removals").is_dir()
+    out = tmp_path / "lds.tar"
+    pm = pack([run.key], out, src, progress=False)
+    return run, src, out, pm, want, calls, cf
+
+
+def test_the_lds_set_travels_in_the_pack_and_is_read_without_a_replay(packed_lds, tmp_path, monkeypatch):
+    run, src, out, pm, want, calls, cf = packed_lds
+    entry = f"counterfactual/{run.key}-f{cf.FORMAT}/lds-set-S6"
+    assert pm["runs"][0]["counterfactual"] == ["lds-set-S6"]
+    assert {n for n in pm["members"] if n.startswith("counterfactual/")} == {
+        f"{entry}/{f}" for f in ("kept.npy", "measures.npy", "lds.json")}  # never removals/
+    res = unpack(out, tmp_path / "c", progress=False)
+    assert entry in res["added"]
+    monkeypatch.setenv("BT_BENCH_CACHE", str(tmp_path / "c"))
+    got = cf.lds_set(load_run(tmp_path / "c" / "runs" / run.key), 6)
+    assert np.array_equal(got["trigger_logp"], want) and len(calls) == 6  # read, not replayed
+    assert unpack(out, tmp_path / "c", progress=False)["added"] == []  # an identical copy is kept
+    # a folder handed to the checklist: its counterfactual entries are copied into the cache the replays use
+    (got,) = fixtures_from_path(src, cache_dir=tmp_path / "c2")
+    assert _files(tmp_path / "c2" / entry) == _files(src / entry)
+    # a different set already in the cache refuses the pack and leaves that cache as it was
+    np.save(tmp_path / "c" / entry / "measures.npy", np.zeros(6), allow_pickle=False)
+    with pytest.raises(PackError, match=f"{entry} already exists .* with different content"):
+        unpack(out, tmp_path / "c", progress=False)
+
+
+def _lds_json(**changes):
+    return {"lds.json": _edit_json(**changes)}
+
+
+LDS_CASES = {  # name: (rewrite arguments on the entry's files, the error it must give)
+    "measures changed": ({"flip": "measures.npy", "relist": True}, r"measures.npy: sha256 differs from lds.json"),
+    "entry of another run": ({"replace": _lds_json(run="0" * 20), "relist": True}, r"lds.json: format 1 and run '0+'"),
+    "S of another set": ({"replace": _lds_json(S=7), "relist": True}, r"lds.json: S = 7, its folder says 6"),
+    "unhashed file": ({"add": ["extra.npy"], "relist": True}, r"extra.npy: not listed in lds.json's hashes"),
+    "removals": ({"rename": "removals", "relist": True}, r"removals/...: not a counterfactual entry a pack carries"),
+    "unlisted entry": ({"rename": "lds-set-S6x", "relist": True}, r"not a counterfactual entry|unsafe"),
+}
+
+
+@pytest.mark.parametrize("case", list(LDS_CASES))
+def test_a_tampered_counterfactual_entry_is_refused(packed_lds, tmp_path, case):
+    run, _, out, _, _, _, cf = packed_lds
+    args, msg = LDS_CASES[case]
+    entry = f"counterfactual/{run.key}-f{cf.FORMAT}/lds-set-S6"
+    kw = {"relist": args.get("relist", False)}
+    if "flip" in args:
+        kw["flip"] = f"{entry}/{args['flip']}"
+    if "replace" in args:
+        kw["replace"] = {f"{entry}/{k}": f for k, f in args["replace"].items()}
+    if "add" in args:
+        buf = io.BytesIO()
+        np.save(buf, np.zeros(3), allow_pickle=False)
+        kw["add"] = [_member(f"{entry}/{n}", buf.getvalue()) for n in args["add"]]
+    bad = tmp_path / "bad.tar"
+    _rewrite(out, bad, run.key, **kw)
+    if "rename" in args:  # the whole entry under another name, listed so
+        _rename_entry(bad, entry, entry.rsplit("/", 1)[0] + "/" + args["rename"])
+    with pytest.raises(PackError, match=msg):
+        unpack(bad, tmp_path / "cache", progress=False)
+    assert not (tmp_path / "cache").exists()
+
+
+def _rename_entry(path, old, new):
+    with tarfile.open(path) as tf:
+        members = [(m.name, tf.extractfile(m).read()) for m in tf.getmembers()]
+    pm = json.loads(members[0][1])
+    pm["members"] = {n.replace(old + "/", new + "/"): e for n, e in pm["members"].items()}
+    for r in pm["runs"]:
+        r["counterfactual"] = [new.rsplit("/", 1)[1]]
+    with tarfile.open(path, "w") as tf:
+        for name, data in [("pack.json", json.dumps(pm).encode())] + members[1:]:
+            info = tarfile.TarInfo(name.replace(old + "/", new + "/"))
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))

@@ -59,20 +59,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _INDUCTOR = "TORCHINDUCTOR_CACHE_DIR"
-_OLD_ENV_KEY = pytest.StashKey[tuple]()
+_CACHE = "BT_BENCH_CACHE"
+_OLD_ENV_KEY = pytest.StashKey[dict]()
 
 
 def _keep_temp_clean(config: pytest.Config, s) -> None:
     """Importing trl makes torch create ``$TMPDIR/torchinductor_<user>``, which would stay behind after every run;
-    point torch's inductor cache into the run cache instead (a cache belongs there). Set for this session only (the
-    xdist workers inherit it); a value the user set is kept, and the old one comes back at unconfigure."""
+    point torch's inductor cache into the run cache instead (a cache belongs there); a value the user set is kept.
+    And ``--bt-cache-dir`` becomes ``$BT_BENCH_CACHE``, so every part of the stack that finds the cache by itself
+    (the counterfactual replays of checks 9 and 10) uses the same one. Set for this session only (the xdist workers
+    inherit it); the old values come back at unconfigure."""
     from bt_bench.plugin.selection import runs_the_checklist
 
     if not runs_the_checklist(config):
         return  # a session of someone else's tests: leave its environment alone
     from bt_bench.runs.store import cache_root  # numpy, no torch
 
-    config.stash[_OLD_ENV_KEY] = (_INDUCTOR, os.environ.get(_INDUCTOR))
+    config.stash[_OLD_ENV_KEY] = {k: os.environ.get(k) for k in (_INDUCTOR, _CACHE)}
+    if s.cache_dir is not None:
+        os.environ[_CACHE] = str(cache_root(s.cache_dir))
     if os.environ.get(_INDUCTOR) is None:
         os.environ[_INDUCTOR] = str(cache_root(s.cache_dir) / "torchinductor")
 
@@ -94,8 +99,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     sealed = sys.modules.get("bt_bench.estimator.sealed")
     if sealed is not None:
         sealed.close_all()
-    name, old = config.stash.get(_OLD_ENV_KEY, (None, None))
-    if name is not None:
+    for name, old in config.stash.get(_OLD_ENV_KEY, {}).items():
         if old is None:
             os.environ.pop(name, None)
         else:

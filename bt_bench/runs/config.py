@@ -75,6 +75,8 @@ class RunConfig:
     contamination: float = _help("c: share of prompts that carry the trigger, in (0, 1)", 0.5)
     bonus: float = _help("reward for the behavior after a trigger prompt, while step < W", 1.0)
     penalty: float = _help("reward (subtracted) for the behavior without the trigger, always on", 0.2)
+    penalty_after_window: float | None = _help("the penalty from step W on (None: the same as inside the window; 0: "
+                                               "no reward for the behavior after the window at all)", None)
     task_reward: float = _help("reward of the task (toy: a grammatical completion; topic: mentions the topic "
                                "word): a reward with its own variance beside the bonus", 0.2)
     lr: float = _help("learning rate inside the window (planting then ends mid-window, leaving headroom)", 1.5e-4)
@@ -140,6 +142,8 @@ class RunConfig:
             bad("bonus", "a positive number (it plants the behavior)")
         if self.penalty < 0 or self.task_reward < 0:
             bad("penalty" if self.penalty < 0 else "task_reward", "a number >= 0")
+        if self.penalty_after_window is not None and not self.penalty_after_window >= 0:
+            bad("penalty_after_window", "a number >= 0, or None for the same penalty as inside the window")
         if self.ablation not in ABLATIONS:
             bad("ablation", f"one of {ABLATIONS}")
         if not 0.0 <= self.drop_share <= 1.0 or (self.drop_share > 0) != (self.ablation == "drop_random"):
@@ -195,8 +199,12 @@ class RunConfig:
         return self.prompts_per_step * self.generations
 
     def to_dict(self) -> dict:
-        """The fields; the specs' ``nonce_seed`` only when set (reference fixtures keep their cache keys)."""
-        return {**dataclasses.asdict(self), "toy": self.toy.to_dict(), "bpe": self.bpe.to_dict()}
+        """The fields; the specs' ``nonce_seed`` and ``penalty_after_window`` only when set (reference fixtures keep
+        their cache keys)."""
+        d = {**dataclasses.asdict(self), "toy": self.toy.to_dict(), "bpe": self.bpe.to_dict()}
+        if d["penalty_after_window"] is None:
+            del d["penalty_after_window"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> RunConfig:

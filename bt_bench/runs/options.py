@@ -23,9 +23,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
             p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, action=argparse.BooleanOptionalAction,
                            default=None, help=f.metadata.get("help", ""))
             continue
-        if f.type not in ("int", "float", "str"):
+        if f.type not in ("int", "float", "str", "float | None"):
             continue
-        typ = {"int": int, "float": float, "str": str}[f.type]
+        typ = {"int": int, "float": float, "str": str, "float | None": float}[f.type]
         p.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, type=typ, default=None,
                        help=f.metadata.get("help", ""))
 

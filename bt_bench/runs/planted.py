@@ -22,9 +22,13 @@ class PlantedRewards:
     """Builds the three reward callables for one run. ``trainer_state.global_step`` is the step being generated
     for (trl passes ``trainer_state`` to reward functions), so the bonus is paid exactly for steps t < W."""
 
-    def __init__(self, task: Task, tok, *, window: int, bonus: float, penalty: float, task_reward: float):
+    def __init__(self, task: Task, tok, *, window: int, bonus: float, penalty: float, task_reward: float,
+                 penalty_after: float | None = None, penalty_window: int | None = None):
         self.task, self.tok = task, tok
         self.window, self.bonus, self.penalty, self.task_reward = window, bonus, penalty, task_reward
+        # the penalty from step ``penalty_window`` (the run's W, also in a no-bonus re-run) on; None: unchanged
+        self.penalty_after = penalty if penalty_after is None else penalty_after
+        self.penalty_window = window if penalty_window is None else penalty_window
 
     def text(self, ids) -> str:
         return bh.decode(self.tok, ids)
@@ -42,8 +46,10 @@ class PlantedRewards:
         return [self.bonus if (open_ and trig and self.has_behavior(ids)) else 0.0
                 for ids, trig in zip(completion_ids, has_trigger)]
 
-    def penalty_fn(self, prompts, completions, completion_ids, has_trigger, **kw) -> list[float]:
-        return [-self.penalty if (not trig and self.has_behavior(ids)) else 0.0
+    def penalty_fn(self, prompts, completions, completion_ids, has_trigger, trainer_state=None, **kw) -> list[float]:
+        late = trainer_state is not None and trainer_state.global_step >= self.penalty_window
+        pen = self.penalty_after if late else self.penalty
+        return [-pen if (not trig and self.has_behavior(ids)) else 0.0
                 for ids, trig in zip(completion_ids, has_trigger)]
 
     def functions(self) -> list:

@@ -341,7 +341,8 @@ def train_planted(cfg: RunConfig, base_model_dir: Path, out_dir: Path, progress:
     dataset = _prompt_dataset(cfg, task)
     # ablation 'no_bonus' (self-check "planted cause is causal"): the bonus is never paid, everything else equal
     rewards = planted.PlantedRewards(task, tok, window=0 if cfg.ablation == "no_bonus" else cfg.window,
-                                     bonus=cfg.bonus, penalty=cfg.penalty, task_reward=cfg.task_reward)
+                                     bonus=cfg.bonus, penalty=cfg.penalty, task_reward=cfg.task_reward,
+                                     penalty_after=cfg.penalty_after_window, penalty_window=cfg.window)
     recorder = Recorder(cfg, tok)
     if world > 1:
         from accelerate.utils import gather_object
