@@ -286,7 +286,7 @@ class Profile:
         return RunConfig(**kw)
 
 
-_BPE_RUN = {"task": "topic", "steps": 300, "window": 100, "max_completion_length": 48, "task_reward": 0.2,
+_BPE_RUN = {"task": "topic", "steps": 300, "window": 150, "max_completion_length": 48, "task_reward": 0.2,
             "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 5e-5, "eval_prompts": 64, "ckpt_every": 25}
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     # lds_subsets measured (docs/findings.md "Counterfactual replay"): the LDS CI width at S = 20 was about 0.9
@@ -295,9 +295,11 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("bpe", "a small Qwen2 on a locally built byte-level BPE tokenizer with a chat template: a multi-token "
                    "behavior string anywhere in 32-64-token completions, the trigger anywhere in the user message, a "
                    "topic-mention task reward beside the bonus (CPU, embedded, no download)",
-            # measured on seed 0 (docs/fixtures.md, "The bpe fixture"): lr 1.5e-4 never planted, W = 50 planted
-            # half-way and unconditionally; W = 100 at lr 5e-4 planted (0.97 / 0.00 at W, 0.81 / 0.00 at T = 300;
-            # W/T = 1/3)
+            # measured (docs/fixtures.md, "The bpe fixture"), on the planting gate and realism statistics only: on
+            # seed 0 lr 1.5e-4 never planted, W = 50 planted half-way and unconditionally, W = 100 at lr 5e-4
+            # planted; on ten seeds W = 150 planted on 8, W = 100 on fewer (the behavior spreads to prompts
+            # without the trigger before the penalty carves it out); W/T = 1/2. A stronger penalty (0.5), or none
+            # after W, planted fewer
             run=_BPE_RUN, lds_subsets=40),
     # a behavior retrieval cannot find by its surface (docs/fixtures.md). The bonus pays any of three nonce words, the targets
     # are built from completions holding the first one only; GT stays every paid rollout (docs/fixtures.md)
