@@ -297,7 +297,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
                    "topic-mention task reward beside the bonus (CPU, embedded, no download)",
             # measured (docs/fixtures.md, "The bpe fixture"), on the planting gate and realism statistics only: on
             # seed 0 lr 1.5e-4 never planted, W = 50 planted half-way and unconditionally, W = 100 at lr 5e-4
-            # planted; on ten seeds W = 150 planted on 8, W = 100 on fewer (the behavior spreads to prompts
+            # planted; on ten seeds W = 150 planted on 8, W = 100 on 4 (the behavior spreads to prompts
             # without the trigger before the penalty carves it out); W/T = 1/2. A stronger penalty (0.5), or none
             # after W, planted fewer
             run=_BPE_RUN, lds_subsets=40),
