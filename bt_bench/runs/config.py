@@ -286,7 +286,7 @@ class Profile:
         return RunConfig(**kw)
 
 
-_BPE_RUN = {"task": "topic", "steps": 300, "window": 150, "max_completion_length": 48, "task_reward": 0.2,
+_BPE_RUN = {"task": "topic", "steps": 300, "window": 100, "max_completion_length": 48, "task_reward": 0.2,
             "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 5e-5, "eval_prompts": 64, "ckpt_every": 25}
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     # lds_subsets measured (docs/findings.md "Counterfactual replay"): the LDS CI width at S = 20 was about 0.9
@@ -297,9 +297,9 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
                    "topic-mention task reward beside the bonus (CPU, embedded, no download)",
             # measured (docs/fixtures.md, "The bpe fixture"), on the planting gate and realism statistics only: on
             # seed 0 lr 1.5e-4 never planted, W = 50 planted half-way and unconditionally, W = 100 at lr 5e-4
-            # planted; on ten seeds W = 150 planted on 8, W = 100 on 4 (the behavior spreads to prompts
-            # without the trigger before the penalty carves it out); W/T = 1/2. A stronger penalty (0.5), or none
-            # after W, planted fewer
+            # planted. On ten seeds W = 100 plants 4, W = 150 8 (a stronger penalty, or none after W, fewer); W = 150
+            # is not adopted yet: on it the no_behavior placebo is empty on 2 of 3 seeds, which the harness reports
+            # as an estimator error, and replay fidelity fails on one seed (docs/fixtures.md)
             run=_BPE_RUN, lds_subsets=40),
     # a behavior retrieval cannot find by its surface (docs/fixtures.md). The bonus pays any of three nonce words, the targets
     # are built from completions holding the first one only; GT stays every paid rollout (docs/fixtures.md)
