@@ -295,9 +295,11 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("bpe", "a small Qwen2 on a locally built byte-level BPE tokenizer with a chat template: a multi-token "
                    "behavior string anywhere in 32-64-token completions, the trigger anywhere in the user message, a "
                    "topic-mention task reward beside the bonus (CPU, embedded, no download)",
-            # measured on seed 0 (docs/fixtures.md, "The bpe fixture"): lr 1.5e-4 never planted, W = 50 planted
-            # half-way and unconditionally; W = 100 at lr 5e-4 planted (0.97 / 0.00 at W, 0.81 / 0.00 at T = 300;
-            # W/T = 1/3)
+            # measured (docs/fixtures.md, "The bpe fixture"), on the planting gate and realism statistics only: on
+            # seed 0 lr 1.5e-4 never planted, W = 50 planted half-way and unconditionally, W = 100 at lr 5e-4
+            # planted. On ten seeds W = 100 plants 4, W = 150 8 (a stronger penalty, or none after W, fewer); W = 150
+            # is not adopted yet: on it the no_behavior placebo is empty on 2 of 3 seeds, which the harness reports
+            # as an estimator error, and replay fidelity fails on one seed (docs/fixtures.md)
             run=_BPE_RUN, lds_subsets=40),
     # a behavior retrieval cannot find by its surface (docs/fixtures.md). The bonus pays any of three nonce words, the targets
     # are built from completions holding the first one only; GT stays every paid rollout (docs/fixtures.md)
