@@ -503,6 +503,8 @@ class _SketchSuite:
 
     def require_draw(self, *a): pass
 
+    def require_training_target(self, *a): pass
+
     def sketch_seeds(self, i): return self.ks
 
     def unit(self, i, d=None): return {"seed": 10 + i, "draw": d, "sketch_seed": self.ks[0]}
@@ -565,3 +567,22 @@ def test_target_dependence_cell_judges_each_draw_under_every_sketch_seed():
     v = td.cell(Kinds(scorer(True)), "x", 0, 3)
     assert v.outcome == "fail" and "sketch_seed1" in v.reason
     assert [u["outcome"] for u in v.units if u["part"] == "draw"] == ["pass", "fail"] * 3
+
+
+def test_an_empty_placebo_target_is_the_fixtures_error_not_the_estimators():
+    """On a fixture where every sampled completion at a TracIn checkpoint holds the behavior, the no_behavior
+    placebo is the zero vector there (bpe at W = 150, seeds 0 and 2, checkpoint 275): an estimator that reads the
+    target's rows would score every rollout 0 and be blamed for it. The check reports the fixture instead."""
+    from types import SimpleNamespace
+
+    from bt_bench.checklist.base import Thresholds
+    from bt_bench.checklist.checks.target_dependence import cell
+    from bt_bench.checklist.suite import FixtureUnsupported, Suite
+
+    fx = SimpleNamespace(seed=7, training_targets=lambda kinds: {k: {75: np.ones(4), 275: np.zeros(4)} for k in kinds})
+    suite = Suite(fixtures=[fx], failed_seeds=[], thresholds=Thresholds())
+    with pytest.raises(FixtureUnsupported, match=r"seed 7: the no_behavior target is the zero vector at TracIn "
+                                                 r"checkpoint\(s\) \[275\]"):
+        cell(suite, "random", 0, 1)
+    fx.training_targets = lambda kinds: {k: {75: np.ones(4), 275: np.full(4, 1e-3)} for k in kinds}
+    suite.require_training_target(0, "no_behavior")  # a real placebo: nothing raised

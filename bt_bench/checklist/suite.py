@@ -180,6 +180,19 @@ class Suite:
         fx = self.fixtures[i]
         return None if fx.chosen(kind) is not None else fx.unsupported(kind)
 
+    def require_training_target(self, i: int, kind: str) -> None:
+        """A training-level target that is the zero vector at some TracIn checkpoint (the ``no_behavior`` placebo
+        when every sampled completion there holds the behavior: nothing to build it from) cannot be judged against:
+        an error of the fixture, not of the estimator whose scores it would flatten."""
+        fx = self.fixtures[i]
+        targets = getattr(fx, "training_targets", None)
+        if targets is None:
+            return
+        empty = sorted(c for c, v in targets([kind])[kind].items() if not np.any(np.asarray(v)))
+        if empty:
+            raise FixtureUnsupported(f"seed {fx.seed}: the {kind} target is the zero vector at TracIn checkpoint(s) "
+                                     f"{empty} (no sampled completion there to build it from)")
+
     def require_draw(self, i: int, kind: str) -> None:
         why = self.has_draw(i, kind)
         if why:

@@ -86,6 +86,7 @@ def cell(suite, est: str, i: int, draws: int) -> Verdict:
     at the saturated checkpoint, each with the real ``in_context`` target and with the ``no_behavior`` placebo
     (built the same way from completions without the behavior; handed over as an in_context target). Units: the
     training half, then one per draw; every one must pass (draws are N/A for a step-level estimator)."""
+    suite.require_training_target(i, "no_behavior")  # an empty placebo is the fixture's error, not the estimator's
     t = suite.training(i)
     fx = suite.fixtures[i]
     vs = [judge_training(suite.training_scores(est, i), suite.training_scores(est, i, "no_behavior"),
