@@ -57,3 +57,28 @@ def tiny_fixture(shared_cache):
     if not (folder / store.MANIFEST).exists():
         pytest.skip(f"no derived data at {folder}")
     return Fixture(run, folder, verify=False)
+
+
+@pytest.fixture
+def fake_replays_in(monkeypatch):
+    """``fake(run, cache, seed)``: the counterfactual store of ``run`` in ``cache``, its replay replaced by a known
+    linear function of the removed rollouts (the calls are counted); the probe is not built. Returns (the
+    counterfactual module, the per-rollout effects, the list of calls)."""
+    import numpy as np
+
+    from bt_bench.runs import counterfactual as cf
+
+    def fake(run, cache, seed):
+        monkeypatch.setenv("BT_BENCH_CACHE", str(cache))
+        effect = np.random.default_rng(seed).normal(size=len(run.columns["uid"]))
+        calls = []
+
+        def measure_without(run, probe, uids):
+            calls.append(len(uids))
+            return {"trigger_logp": float(-effect[np.asarray(uids, dtype=np.int64)].sum())}, 0.01
+
+        monkeypatch.setattr(cf, "_measure_without", measure_without)
+        monkeypatch.setattr(cf, "probe_of", lambda run, replicates=cf.REPLICATES: None)
+        return cf, effect, calls
+
+    return fake

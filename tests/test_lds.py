@@ -88,22 +88,9 @@ def test_a_margin_and_too_few_or_flat_replays():
 
 
 @pytest.fixture
-def fake_replays(smoke_run, monkeypatch, tmp_path):
-    """The counterfactual store of the smoke run in a temp cache, its replay replaced by a known linear function of
-    the removed rollouts (counts the calls); the probe is not built."""
-    from bt_bench.runs import counterfactual as cf
-
-    monkeypatch.setenv("BT_BENCH_CACHE", str(tmp_path))
-    effect = np.random.default_rng(3).normal(size=len(smoke_run.columns["uid"]))
-    calls = []
-
-    def measure_without(run, probe, uids):
-        calls.append(len(uids))
-        return {"trigger_logp": float(-effect[np.asarray(uids, dtype=np.int64)].sum())}, 0.01
-
-    monkeypatch.setattr(cf, "_measure_without", measure_without)
-    monkeypatch.setattr(cf, "probe_of", lambda run, replicates=cf.REPLICATES: None)
-    return cf, effect, calls
+def fake_replays(smoke_run, fake_replays_in, tmp_path):
+    """The counterfactual store of the smoke run in a temp cache, its replay a known function (conftest)."""
+    return fake_replays_in(smoke_run, tmp_path, 3)
 
 
 def test_the_lds_set_is_shardable_cached_and_sha256_checked(smoke_run, fake_replays, monkeypatch):

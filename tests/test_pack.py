@@ -242,24 +242,13 @@ def test_fixtures_from_a_pack_file_and_from_folders(packed, tmp_path):
 # ------------------------------------------------------------------ counterfactual entries (the LDS set) travel too
 
 @pytest.fixture
-def packed_lds(packed, tmp_path, monkeypatch):
+def packed_lds(packed, tmp_path, fake_replays_in):
     """A copy of the packed cache with an LDS set (S = 6) of the smoke run, its replays a known function (as in
     tests/test_lds.py), and a pack of it. The per-estimator removals/ exist in the cache but stay out of the pack."""
-    from bt_bench.runs import counterfactual as cf
-
     run, _, root, _ = packed
     src = tmp_path / "src"
     shutil.copytree(root, src)
-    monkeypatch.setenv("BT_BENCH_CACHE", str(src))
-    effect = np.random.default_rng(5).normal(size=len(run.columns["uid"]))
-    calls = []
-
-    def measure_without(run, probe, uids):
-        calls.append(len(uids))
-        return {"trigger_logp": float(-effect[np.asarray(uids, dtype=np.int64)].sum())}, 0.01
-
-    monkeypatch.setattr(cf, "_measure_without", measure_without)
-    monkeypatch.setattr(cf, "probe_of", lambda run, replicates=cf.REPLICATES: None)
+    cf, _, calls = fake_replays_in(run, src, 5)
     want = cf.lds_set(load_run(src / "runs" / run.key), 6)["trigger_logp"]
     assert len(calls) == 6 and (cf.root(run) / "removals").is_dir()
     out = tmp_path / "lds.tar"
