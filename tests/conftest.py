@@ -79,6 +79,7 @@ def fake_replays_in(monkeypatch):
 
         monkeypatch.setattr(cf, "_measure_without", measure_without)
         monkeypatch.setattr(cf, "probe_of", lambda run, replicates=cf.REPLICATES: None)
+        monkeypatch.setattr(cf, "probe_record", lambda run: {"probe_rows": 0, "probe_prompts": 0, "hashes": {}})
         return cf, effect, calls
 
     return fake

@@ -175,3 +175,58 @@ def test_a_packs_profile_without_an_lds_size_is_refused_too():
     s = Settings(profile="tiny", lds=True, fixture="pack.tar")  # the pack's profile is read after this
     with pytest.raises(ValueError, match="tiny_family"):
         dataclasses.replace(s, profile="tiny_family")
+
+
+def test_workers_split_a_batch_of_replays_and_never_replay_a_set_twice(smoke_run, fake_replays, monkeypatch):
+    """Two processes (threads here: the file locks are per open file, as between processes) asking for the same
+    removals at once: each takes its share first, then helps with the other's; a set one of them holds is waited
+    for, not replayed again (``replay_pool``)."""
+    import threading
+    import time
+
+    cf, effect, calls = fake_replays
+    slow = cf._measure_without
+
+    def measure_without(run, probe, uids):
+        time.sleep(0.05)
+        return slow(run, probe, uids)
+
+    monkeypatch.setattr(cf, "_measure_without", measure_without)
+    win, _, _ = cf.window_pool(smoke_run)
+    sets = [np.setdiff1d(win, k) for k in cf.lds_subsets(smoke_run, 12)]
+    done = {}
+    threads = [threading.Thread(target=lambda i=i: done.__setitem__(i, cf.replay_pool(smoke_run, sets, "t",
+                                                                                        shard=(i, 2))))
+               for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 12 and done[0] + done[1] == 12 and min(done.values()) >= 4  # both worked, none twice
+    assert cf.replay_pool(smoke_run, sets, "t") == 0
+    for u in sets:
+        assert cf.removal(smoke_run, u)["measure"]["trigger_logp"] == pytest.approx(-effect[u].sum())
+
+
+def test_the_counterfactual_baseline_reads_the_removals_the_workers_replayed(smoke_run, fake_replays, monkeypatch):
+    """Check 9's baseline: GT and the 19 random control sets are removal entries any worker may replay; the
+    publisher replays only what is left and the full replay (here a stand-in), then records them all."""
+    from types import SimpleNamespace
+
+    import bt_bench.runs.probe as probe_mod
+
+    cf, effect, calls = fake_replays
+    W = smoke_run.config.window
+    monkeypatch.setattr(cf, "_replayer", lambda run: SimpleNamespace(
+        replay=lambda compare=False: SimpleNamespace(model=None, fidelity={W: 2e-5})))
+    monkeypatch.setattr(probe_mod, "measure", lambda model, probe: {"trigger_logp": 0.0})
+    monkeypatch.setattr(type(smoke_run), "load_model", lambda self, step, device="cpu": None)
+    sets = cf.baseline_sets(smoke_run)
+    assert len(sets) == 1 + cf.REPLICATES and np.array_equal(sets[0], cf.window_pool(smoke_run)[1])
+    assert cf.replay_pool(smoke_run, sets, "t", shard=(1, 2), only_share=True) == len(sets[1::2])
+    b = cf.baseline(smoke_run)
+    assert len(calls) == len(sets)  # the publisher replayed the other half only
+    assert b["no_gt"]["trigger_logp"] == pytest.approx(-effect[sets[0]].sum())
+    assert [r["measure"]["trigger_logp"] for r in b["random"]] == pytest.approx([-effect[u].sum() for u in sets[1:]])
+    assert b["fidelity"]["at_W"] == 2e-5 and b["format"] == cf.FORMAT and b["run"] == smoke_run.key
+    assert cf.baseline(smoke_run) == b and len(calls) == len(sets)  # published once

@@ -283,7 +283,7 @@ def _lds_json(**changes):
 
 LDS_CASES = {  # name: (rewrite arguments on the entry's files, the error it must give)
     "measures changed": ({"flip": "measures.npy", "relist": True}, r"measures.npy: sha256 differs from lds.json"),
-    "entry of another run": ({"replace": _lds_json(run="0" * 20), "relist": True}, r"lds.json: format 1 and run '0+'"),
+    "entry of another run": ({"replace": _lds_json(run="0" * 20), "relist": True}, r"lds.json: format [0-9]+ and run '0+'"),
     "S of another set": ({"replace": _lds_json(S=7), "relist": True}, r"lds.json: S = 7, its folder says 6"),
     "unhashed file": ({"add": ["extra.npy"], "relist": True}, r"extra.npy: not listed in lds.json's hashes"),
     "removals": ({"rename": "removals", "relist": True}, r"removals/...: not a counterfactual entry a pack carries"),

@@ -1,14 +1,18 @@
 """Counterfactual replays of one run, cached: the behavior measure at W after removing a set of rollouts.
 
-Two kinds of entries, under ``<cache>/counterfactual/<run key>/``:
-- ``baseline/`` (once per run, built under a file lock so two xdist workers never build it twice): the probe set
-  (``bt_bench.runs.probe``, as ``.npy``), and ``baseline.json`` with the measure of the stored checkpoint at W, of
-  the full replay (and the replay-fidelity self-check: the largest relative weight difference to every stored
-  checkpoint up to W), of the replay without GT, and of ``replicates`` replays without as many random in-window
-  rollouts with a nonzero advantage as there is GT (the control of the counterfactual check), each with its
-  seconds. The probe files' sha256 are recorded in it and checked on load.
+Entries under ``<cache>/counterfactual/<run key>-f<FORMAT>/``, each published once (``store.publish_once``):
+- ``probe/`` (once per run): the probe set (``bt_bench.runs.probe``) as ``.npy``, and ``probe.json`` with their
+  sha256 (checked on load).
 - ``removals/<sha256 of the removed uids>.json``: the measure without one set of rollouts (an estimator's top
-  |GT|), so a warm rerun replays nothing. Written atomically (temp file then rename).
+  |GT|, one of the baseline's random control sets, an LDS subset's complement), so a warm rerun replays nothing.
+  Written atomically (temp file then rename); replayed by whichever process takes the set's lock first
+  (``replay_pool``), so xdist workers split a batch of replays instead of one building it while the other waits.
+- ``baseline-r<R>/baseline.json`` (once per run): the measure of the stored checkpoint at W, of the full replay
+  (and the replay-fidelity self-check: the largest relative weight difference to every stored checkpoint up to
+  W), of the replay without GT, and of ``R`` replays without as many random in-window rollouts with a nonzero
+  advantage as there is GT (the control of the counterfactual check), each with its seconds. The removals behind
+  it are replayed first by every process that asks (``replay_pool``); the publisher adds the full replay.
+- ``order-noise/`` and ``lds-set-S<S>/``: the replay's noise floor and check 10's LDS set.
 
 The drop of a removal is ``full - removed`` on the trigger measure (``trigger_logp``): positive when removing the set
 lowers the log-probability of the behavior where the run wrote it.
@@ -26,7 +30,8 @@ import numpy as np
 
 from bt_bench.runs.progress import Ticker, emit, run_label
 
-FORMAT = 1  # of the stored entries; a change of the replay or the probe bumps it (old entries are ignored)
+FORMAT = 2  # of the stored entries; a change of the replay, the probe or the layout bumps it (old ones are ignored)
+# 2: the probe is an entry of its own and the baseline's replays are removals/ entries (shared by the workers)
 REPLICATES = 19  # random removals behind the control: a one-sided permutation test at p = 1/(R+1) = 0.05
 PROBE_PROMPTS = 64
 FIDELITY_WEIGHTS = 1e-3  # replay-fidelity self-check: largest relative weight difference to a stored checkpoint,
@@ -105,61 +110,91 @@ def _measure_without(run, probe, uids: np.ndarray) -> tuple[dict, float]:
     return measure(res.model, probe), time.perf_counter() - t0
 
 
+def _probe_entry(run) -> Path:
+    from bt_bench.runs.probe import build_probe
+    from bt_bench.runs.store import publish_once, sha256_file, write_json
+
+    def build(tmp: Path) -> None:
+        t0 = time.perf_counter()
+        probe = build_probe(run, PROBE_PROMPTS)
+        hashes = {}
+        for k, a in probe.to_arrays().items():
+            np.save(tmp / f"{k}.npy", a, allow_pickle=False)
+            hashes[f"{k}.npy"] = sha256_file(tmp / f"{k}.npy")
+        write_json(tmp / "probe.json", {"format": FORMAT, "run": run.key, "probe_prompts": probe.n_prompts,
+                                        "probe_rows": len(probe.ids_trig), "hashes": hashes,
+                                        "seconds": time.perf_counter() - t0})
+
+    return publish_once(root(run) / "probe", build, marker="probe.json")
+
+
+def probe_record(run) -> dict:
+    """The probe entry's ``probe.json`` (size and sha256 of the probe set), building the entry if needed."""
+    return json.loads((_probe_entry(run) / "probe.json").read_text())
+
+
+def probe_of(run, replicates: int = REPLICATES):
+    """The run's probe set (built once, whoever asks first; sha256-checked on load)."""
+    from bt_bench.runs.probe import Probe
+    from bt_bench.runs.store import IntegrityError, sha256_file
+
+    final = _probe_entry(run)
+    meta = json.loads((final / "probe.json").read_text())
+    for rel, digest in meta["hashes"].items():
+        if sha256_file(final / rel) != digest:
+            raise IntegrityError(f"{final / rel} does not match its recorded sha256: delete {final} to rebuild it")
+    return Probe.from_arrays({p.stem: np.load(p, allow_pickle=False) for p in final.glob("*.npy")})
+
+
+def baseline_sets(run, replicates: int = REPLICATES) -> list[np.ndarray]:
+    """The removed sets behind the baseline: GT, then the ``replicates`` random control sets."""
+    _, gt, _ = window_pool(run)
+    return [gt] + [random_removal(run, r) for r in range(replicates)]
+
+
 def _build_baseline(run, replicates: int, tmp: Path) -> None:
-    from bt_bench.runs.probe import build_probe, measure
-    from bt_bench.runs.store import sha256_file, write_json
+    from bt_bench.runs.probe import measure
+    from bt_bench.runs.store import write_json
 
     label = f"{run_label(run.config)}: counterfactual replays"
     t0 = time.perf_counter()
-    probe = build_probe(run, PROBE_PROMPTS)
-    (tmp / "probe").mkdir()
-    hashes = {}
-    for k, a in probe.to_arrays().items():
-        p = tmp / "probe" / f"{k}.npy"
-        np.save(p, a, allow_pickle=False)
-        hashes[f"probe/{k}.npy"] = sha256_file(p)
+    probe = probe_of(run, replicates)
+    replay_pool(run, baseline_sets(run, replicates), f"{label} (baseline)", shard=(0, 1))  # whatever is left
     stored = measure(run.load_model(run.config.window), probe)
-    ticker = Ticker(label, replicates + 2, unit="replay")
-    ticker(0)
-    rp = _replayer(run)
     t1 = time.perf_counter()
-    full = rp.replay(compare=True)
+    full = _replayer(run).replay(compare=True)
     full_m, full_s = measure(full.model, probe), time.perf_counter() - t1
     fid = {str(k): v for k, v in full.fidelity.items()}
-    ticker(1)
     _, gt, nz = window_pool(run)
-    no_gt, no_gt_s = _measure_without(run, probe, gt)
-    ticker(2)
-    rand = []
-    for r in range(replicates):
-        m, s = _measure_without(run, probe, random_removal(run, r))
-        rand.append({"replicate": r, "measure": m, "seconds": s})
-        ticker(3 + r)
+    rows = [removal(run, u, replicates) for u in baseline_sets(run, replicates)]
+    meta = probe_record(run)
     write_json(tmp / "baseline.json", {
         "format": FORMAT, "run": run.key, "seed": run.config.seed, "W": run.config.window,
-        "gt": int(len(gt)), "window_nonzero": int(len(nz)), "probe_rows": len(probe.ids_trig),
-        "probe_prompts": probe.n_prompts, "hashes": hashes,
+        "gt": int(len(gt)), "window_nonzero": int(len(nz)), "probe_rows": meta["probe_rows"],
+        "probe_prompts": meta["probe_prompts"], "probe_hashes": meta["hashes"], "hashes": {},
         "stored_W": stored, "full": full_m, "full_seconds": full_s,
         "fidelity": {"max_relative": max(full.fidelity.values()) if full.fidelity else None,
                      "at_W": full.fidelity.get(run.config.window), "per_checkpoint": fid},
-        "no_gt": no_gt, "no_gt_seconds": no_gt_s, "random": rand,
+        "no_gt": rows[0]["measure"], "no_gt_seconds": rows[0]["seconds"],
+        "random": [{"replicate": r, "measure": x["measure"], "seconds": x["seconds"]}
+                   for r, x in enumerate(rows[1:])],
         "train_seconds": (run.manifest.get("summary") or {}).get("train_seconds"),
         "seconds": time.perf_counter() - t0})
-    emit(f"{label}: done in {time.perf_counter() - t0:.0f} s (full replay {full_s:.1f} s, fidelity at W "
+    emit(f"{label}: done in {time.perf_counter() - t0:.0f} s here (full replay {full_s:.1f} s, fidelity at W "
          f"{full.fidelity.get(run.config.window, float('nan')):.1e})")
 
 
 def baseline(run, replicates: int = REPLICATES) -> dict:
-    """The run's baseline entry (built once, whoever asks first; see the module docstring)."""
-    from bt_bench.runs.store import IntegrityError, publish_once, sha256_file
+    """The run's baseline entry (see the module docstring). Every process that asks before it is published first
+    replays its share of the removals behind it (``replay_pool``), so xdist workers build it together."""
+    from bt_bench.runs.store import publish_once
 
-    final = publish_once(root(run) / f"baseline-r{replicates}", lambda tmp: _build_baseline(run, replicates, tmp),
-                         marker="baseline.json")
-    b = json.loads((final / "baseline.json").read_text())
-    for rel, digest in b["hashes"].items():
-        if sha256_file(final / rel) != digest:
-            raise IntegrityError(f"{final / rel} does not match its recorded sha256: delete {final} to rebuild it")
-    return b
+    final = root(run) / f"baseline-r{replicates}"
+    if not (final / "baseline.json").exists():
+        replay_pool(run, baseline_sets(run, replicates), f"{run_label(run.config)}: counterfactual replays",
+                    replicates=replicates)
+    final = publish_once(final, lambda tmp: _build_baseline(run, replicates, tmp), marker="baseline.json")
+    return json.loads((final / "baseline.json").read_text())
 
 
 def order_noise(run, replicates: int = REPLICATES) -> dict:
@@ -186,14 +221,6 @@ def order_noise(run, replicates: int = REPLICATES) -> dict:
 
     final = publish_once(root(run) / "order-noise", build, marker="order_noise.json")
     return json.loads((final / "order_noise.json").read_text())
-
-
-def probe_of(run, replicates: int = REPLICATES):
-    from bt_bench.runs.probe import Probe
-
-    final = root(run) / f"baseline-r{replicates}"
-    baseline(run, replicates)
-    return Probe.from_arrays({p.stem: np.load(p, allow_pickle=False) for p in (final / "probe").glob("*.npy")})
 
 
 def _removal_path(run, uids) -> Path:
@@ -253,41 +280,77 @@ def _shard() -> tuple[int, int]:
         return 0, 1
 
 
+def replay_pool(run, sets, label: str, *, shard: tuple[int, int] | None = None, only_share: bool = False,
+                replicates: int = REPLICATES) -> int:
+    """Replay every set of ``sets`` whose removal entry is missing, shared with other processes: each set is replayed
+    by the process that takes its lock first; one another process holds is skipped and waited for at the end. This
+    process starts at its own share (``shard``: (index, count), default its pytest-xdist worker's), so two workers
+    asking at once replay disjoint halves (``only_share``: that share and nothing else, for processes that do not
+    share a cache). Returns how many were replayed here (0 when all were cached: then no progress line)."""
+    from filelock import FileLock, Timeout
+
+    i, n = _shard() if shard is None else shard
+    sets = [np.unique(np.asarray(u, dtype=np.int64)) for u in sets]
+    rest = [] if only_share else [u for j, u in enumerate(sets) if j % n != i]
+    todo = [u for u in sets[i::n] + rest if not _removal_path(run, u).exists()]
+    if not todo:
+        return 0
+    _removal_path(run, todo[0]).parent.mkdir(parents=True, exist_ok=True)
+    ticker = Ticker(label, len(todo), unit="replay")
+    ticker(0)
+    done, seen, held = 0, 0, []
+
+    def replay_locked(u, timeout: float) -> bool:
+        nonlocal done
+        path = _removal_path(run, u)
+        with FileLock(str(path) + ".lock").acquire(timeout=timeout):
+            if not path.exists():  # another process may have replayed it meanwhile (or died holding it)
+                removal(run, u, replicates)
+                done += 1
+        return True
+
+    for u in todo:
+        try:
+            replay_locked(u, timeout=0)
+        except Timeout:
+            held.append(u)
+            continue
+        seen += 1
+        ticker(seen)
+    for u in held:  # being replayed by another process: wait for its entry
+        replay_locked(u, timeout=-1)
+        seen += 1
+        ticker(seen)
+    return done
+
+
 def lds_part(run, S: int, shard: int, num_shards: int, replicates: int = REPLICATES) -> int:
-    """Replay subsets ``shard::num_shards`` of the LDS set (each cached by its removed set, written atomically:
-    ``removal``), so independent processes split the set's replays and ``lds_set`` then only reads them. Returns
-    how many were replayed here (0 when all were cached)."""
+    """Replay subsets ``shard::num_shards`` of the LDS set and no other (each cached by its removed set:
+    ``replay_pool``), so independent processes (machines, each with its own cache) split the set's replays and
+    ``lds_set`` then only reads them. Returns how many were replayed here (0 when all were cached)."""
     if not (isinstance(num_shards, int) and num_shards >= 1 and isinstance(shard, int) and 0 <= shard < num_shards):
         raise ValueError(f"shard: need 0 <= I < N, got {shard}/{num_shards} (--shard I/N)")
     win, _, _ = window_pool(run)
-    todo = [r for r in (np.setdiff1d(win, k) for k in lds_subsets(run, S)[shard::num_shards])
-            if not _removal_path(run, r).exists()]
-    if not todo:
-        return 0  # all cached: no progress line
     part = f", part {shard + 1} of {num_shards}" if num_shards > 1 else ""
-    ticker = Ticker(f"{run_label(run.config)}: LDS set (S = {S}) replays{part}", len(todo), unit="replay")
-    ticker(0)
-    done = 0
-    for j, removed in enumerate(todo):
-        if not _removal_path(run, removed).exists():  # another process may have replayed it meanwhile
-            removal(run, removed, replicates)
-            done += 1
-        ticker(j + 1)
-    return done
+    return replay_pool(run, [np.setdiff1d(win, k) for k in lds_subsets(run, S)],
+                       f"{run_label(run.config)}: LDS set (S = {S}) replays{part}", shard=(shard, num_shards),
+                       only_share=True, replicates=replicates)
 
 
 def lds_set(run, S: int, replicates: int = REPLICATES) -> dict:
     """The fixture's LDS set of ``S`` subsets, built once (``lds-set-S<S>/``: ``kept.npy`` [S, h] int64 uids,
     ``measures.npy`` [S] float64 behavior measure at W of the replay keeping each subset, ``lds.json`` with their
-    sha256, checked on load). Under pytest-xdist each worker first replays its share of the subsets, then one
-    publishes the set. Returns {"kept", "trigger_logp", "S", "seconds", ...}."""
+    sha256, checked on load). Under pytest-xdist the workers that ask split the replays (``replay_pool``), then
+    one publishes the set. Returns {"kept", "trigger_logp", "S", "seconds", ...}."""
     from bt_bench.runs.store import IntegrityError, publish_once, sha256_file, write_json
 
     if not (isinstance(S, int) and S >= 4):
         raise ValueError(f"S: an LDS set needs at least 4 subsets (a Spearman correlation and its CI), got {S!r}")
     final = root(run) / f"lds-set-S{S}"
-    if not (final / "lds.json").exists():
-        lds_part(run, S, *_shard(), replicates=replicates)
+    if not (final / "lds.json").exists():  # each worker its share first, then it helps with the rest
+        win, _, _ = window_pool(run)
+        replay_pool(run, [np.setdiff1d(win, k) for k in lds_subsets(run, S)],
+                    f"{run_label(run.config)}: LDS set (S = {S}) replays", replicates=replicates)
 
     def build(tmp: Path) -> None:
         t0 = time.perf_counter()
