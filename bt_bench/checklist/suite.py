@@ -50,6 +50,8 @@ class Suite:
     # name -> the CallTimeoutError of its first timed-out fit/score (--bt-timeout): a hanging estimator is not
     # called again in this process, so it costs one time limit per worker, not one per score it is asked for
     _timed_out: dict = dataclasses.field(default_factory=dict)
+    # scores kept across sessions and shared by the workers (bt_bench.checklist.score_cache); None: per process only
+    score_cache: object | None = None
 
     @property
     def n_seeds(self) -> int:
@@ -88,9 +90,15 @@ class Suite:
 
         if key not in self._scores:
             self._raise_if_timed_out(name)
-            est = self.estimator(name, fit_seed)
+
+            def compute() -> np.ndarray:  # the fit, too, only when the score is not stored
+                return score_estimator(self.estimator(name, fit_seed), data, target, placebo=placebo)
+
             try:  # stored only once complete: an interrupted call leaves no half-computed score behind
-                self._scores[key] = score_estimator(est, data, target, placebo=placebo)
+                if self.score_cache is None:
+                    self._scores[key] = compute()
+                else:
+                    self._scores[key] = self.score_cache.get(name, self._input_key(key, fit_seed), compute)
             except MissingInputError as e:
                 raise SkipCell(str(e)) from e
             except CallTimeoutError as e:
@@ -98,6 +106,17 @@ class Suite:
                 self._estimators.pop((name, fit_seed), None)  # interrupted mid-call: its own state is suspect
                 raise
         return self._scores[key]
+
+    def _input_key(self, key: tuple, fit_seed: int | None) -> list:
+        """A score's input, for the score cache: ``key`` (kind, name, seed index, ...) with the seed index replaced
+        by the fixture's identity (run, derived data and its manifest's sha256), and whether it was fitted."""
+        from bt_bench.checklist.score_cache import fixture_identity
+
+        i = key[2]
+        ident = self._data.get(("identity", i))
+        if ident is None:
+            ident = self._data[("identity", i)] = fixture_identity(self.fixtures[i])
+        return [key[0], *ident, *key[3:], "fitted" if fit_seed is not None else "unfitted"]
 
     def _raise_if_timed_out(self, name: str) -> None:
         """An ERROR at once for an estimator whose call timed out earlier in this process (it is not retried)."""

@@ -23,7 +23,7 @@ import os
 import pytest
 
 from bt_bench.plugin.fixtures import bt_runs, bt_settings, bt_suite, generate_tests, settings_key
-from bt_bench.plugin.options import Settings, add_options, resolve_settings
+from bt_bench.plugin.options import SESSION_ENV, Settings, add_options, resolve_settings
 from bt_bench.plugin.robust import Robustness
 from bt_bench.plugin.session import BtSession
 
@@ -67,7 +67,8 @@ def _keep_temp_clean(config: pytest.Config, s) -> None:
     """Importing trl makes torch create ``$TMPDIR/torchinductor_<user>``, which would stay behind after every run;
     point torch's inductor cache into the run cache instead (a cache belongs there); a value the user set is kept.
     And ``--bt-cache-dir`` becomes ``$BT_BENCH_CACHE``, so every part of the stack that finds the cache by itself
-    (the counterfactual replays of checks 9 and 10) uses the same one. Set for this session only (the xdist workers
+    (the counterfactual replays of checks 9 and 10) uses the same one. And the session's id (the score cache's
+    ``--bt-rescore`` reads only what this session stored). Set for this session only (the xdist workers
     inherit it); the old values come back at unconfigure."""
     from bt_bench.plugin.selection import runs_the_checklist
 
@@ -75,7 +76,11 @@ def _keep_temp_clean(config: pytest.Config, s) -> None:
         return  # a session of someone else's tests: leave its environment alone
     from bt_bench.runs.store import cache_root  # numpy, no torch
 
-    config.stash[_OLD_ENV_KEY] = {k: os.environ.get(k) for k in (_INDUCTOR, _CACHE)}
+    config.stash[_OLD_ENV_KEY] = {k: os.environ.get(k) for k in (_INDUCTOR, _CACHE, SESSION_ENV)}
+    if not hasattr(config, "workerinput"):  # one id per session: the controller's, which its workers inherit
+        import uuid
+
+        os.environ[SESSION_ENV] = uuid.uuid4().hex
     if s.cache_dir is not None:
         os.environ[_CACHE] = str(cache_root(s.cache_dir))
     if os.environ.get(_INDUCTOR) is None:

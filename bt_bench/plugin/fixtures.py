@@ -1,15 +1,16 @@
 """Session fixtures of the checklist and its parametrization: the planted runs, the fixtures with their derived
 data (built once even under ``pytest -n 2``: the store's lock makes each build happen exactly once, and workers
-start on different seeds so two of them build at once), and the ``Suite`` that caches scores per worker."""
+start on different seeds so two of them build at once), and the ``Suite`` (scores kept in the cache, shared by the workers)."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
 
-from bt_bench.plugin.options import Settings, effective_thresholds
+from bt_bench.plugin.options import SESSION_ENV, Settings, effective_thresholds
 
 settings_key = pytest.StashKey[Settings]()
 
@@ -86,12 +87,24 @@ def bt_suite(pytestconfig, bt_runs, bt_settings):
         fixtures = [p.fixture(fcfg) for p in bt_runs["packed"]]
         return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
                      norm_variant=get_profile(bt_settings.profile).norm_variant,
-                 lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0)
+                     lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0,
+                     score_cache=_score_cache(bt_settings))
     _derive(list(runs), fcfg, bt_settings.cache_dir, pytestconfig)
     fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]
     return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
                  norm_variant=get_profile(bt_settings.profile).norm_variant,
-                 lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0)
+                 lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0,
+                 score_cache=_score_cache(bt_settings))
+
+
+def _score_cache(s):
+    """Scores stored under the cache and shared by the workers (``bt_bench.checklist.score_cache``); with
+    --bt-rescore or --bt-paper-gate only this session's own are read."""
+    from bt_bench.checklist.score_cache import ScoreCache
+    from bt_bench.runs.store import cache_root
+
+    return ScoreCache(cache_root(s.cache_dir) / "scores", session=os.environ.get(SESSION_ENV, ""),
+                      fresh=s.rescore or s.paper_gate)
 
 
 def _derive(runs: list, fcfg, cache_dir, config: pytest.Config) -> None:

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+SESSION_ENV = "BT_BENCH_SESSION"  # this checklist session's id, set by the controller, inherited by its xdist workers
+
 
 def _help(text: str, default: Any) -> Any:
     return dataclasses.field(default=default, metadata={"help": text})
@@ -46,6 +48,8 @@ class Settings:
                              "derived, under another random projection; the draws are also judged under the next "
                              "ones (FixtureConfig.sketch_seeds)", 0)
     timeout: float = _help("time limit in seconds of one estimator fit/score call (0: none)", 3600.0)
+    rescore: bool = _help("compute every score again instead of reading the scores earlier sessions stored "
+                          "(bt_bench.checklist.score_cache); --bt-paper-gate implies it", False)
     isolation: str = _help("where estimators are imported and run: 'sandbox' (a separate, Landlock-sandboxed "
                            "process), 'process' (separate, not sandboxed), 'none' (in the judging process)", "sandbox")
     thresholds: dict = dataclasses.field(default_factory=dict, metadata={
@@ -111,6 +115,11 @@ _OPTIONS = {  # name: (type, help)
                                "(default: the first seed only)"),
     "timeout": (float, "time limit in seconds of one call into an estimator (its fit or one score); a call that "
                        "runs longer is interrupted and the cell is an ERROR (default 3600; 0: no limit)"),
+    "rescore": (bool, "compute every score again: by default a score is stored under the cache (scores/) and read "
+                      "back by a later session when the estimator's package sources, bt-bench's sources, every "
+                      "installed distribution's version and the exact input are the same (an estimator that reads "
+                      "anything else, e.g. its own files, needs this flag after changing them). --bt-paper-gate "
+                      "implies it"),
     "isolation": (str, "where estimators are imported and run: sandbox (default: a separate scoring process that "
                        "cannot read the run cache), process (separate, not sandboxed), none (in-process, to debug "
                        "an estimator; refused by --bt-paper-gate)"),

@@ -31,7 +31,6 @@ class BtSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from bt_bench.plugin import robust
-
         from bt_bench.plugin.glue import CELL_KEY
 
         if not self.worker and report.when == robust.CRASHED:  # xdist: the worker died while running this test
