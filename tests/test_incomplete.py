@@ -267,3 +267,27 @@ def test_a_session_of_other_tests_keeps_its_environment(pytester, monkeypatch):
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
     pytester.makepyfile(test_other="import os\n\ndef test_env():\n    assert 'TORCHINDUCTOR_CACHE_DIR' not in os.environ\n")
     assert pytester.runpytest_subprocess("-p", "no:cacheprovider").ret == 0
+
+
+def test_nothing_is_left_in_the_temp_folder_after_a_checklist_session_under_xdist(checklist, tmp_path, monkeypatch):
+    """Issue 24 item 6. The whole main-job command (``pytest checks -n 2``) with $TMPDIR a fresh folder: afterwards
+    the folder is empty (pytest-xdist's base temp folder, the progress relay's and the crash tracker's files, torch's
+    inductor cache). Control: a session of someone else's tests under xdist keeps pytest's folder (only a checklist
+    session removes it)."""
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "TORCHINDUCTOR_"))}
+    for name, args in (("checklist", ["checks", "--bt-estimator", USER, "--bt-cache-dir", str(tmp_path / "c")]),
+                       ("other", ["test_other.py"])):
+        tmp = tmp_path / f"tmp-{name}"
+        tmp.mkdir()
+        if name == "other":
+            (checklist.path / "test_other.py").write_text("def test_nothing():\n    pass\n")
+        res = subprocess.run([sys.executable, "-m", "pytest", *args, "-n", "2", "-p", "no:cacheprovider"],
+                             cwd=checklist.path, env=env | {"TMPDIR": str(tmp)}, capture_output=True, text=True)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        left = sorted(p.name for p in tmp.iterdir())
+        assert left == ([] if name == "checklist" else [f"pytest-of-{__import__('getpass').getuser()}"]), left

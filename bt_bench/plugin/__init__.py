@@ -19,6 +19,7 @@ module top.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -109,6 +110,30 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = old
+    if _OLD_ENV_KEY in config.stash and not hasattr(config, "workerinput"):  # a checklist session's controller
+        _remove_basetemp(config)
+
+
+def _remove_basetemp(config: pytest.Config) -> None:
+    """pytest-xdist's controller always makes pytest's base temp folder ($TMPDIR/pytest-of-<user>/pytest-<N>: it
+    hands each worker a folder below it) and pytest keeps the last three; a checklist session puts nothing there, so
+    it goes at the end, with ``pytest-of-<user>`` when nothing else is left in it. Not when --basetemp was given
+    (the user's folder) and never outside a checklist session (someone else's tests may want theirs kept)."""
+    import shutil
+
+    factory = getattr(config, "_tmp_path_factory", None)  # pytest's TempPathFactory; private, hence the guards
+    base = getattr(factory, "_basetemp", None)
+    if base is None or getattr(factory, "_given_basetemp", None) is not None:
+        return
+    base = Path(base)
+    shutil.rmtree(base, ignore_errors=True)
+    current = base.parent / "pytest-current"  # pytest's link to the newest numbered folder
+    try:
+        if current.is_symlink() and Path(os.readlink(current)).name == base.name:
+            current.unlink()
+        base.parent.rmdir()  # only when empty: other sessions' folders stay
+    except OSError:
+        pass
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
