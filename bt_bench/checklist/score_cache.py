@@ -12,7 +12,8 @@ When is a stored score the same score? Only when everything it could depend on i
   library an adapter calls, numpy, torch), with the Python version and the machine;
 - the **input**: the fixture (run key, derived-data key and the sha256 of its manifest, which lists every derived
   array's sha256), which rollouts (training or draw ``d`` of a checkpoint kind), which target (kind, draw, placebo),
-  token-restricted or not, the sketch seed, and the seed the estimator was fitted on.
+  token-restricted or not, the sketch seed, the seed the estimator was fitted on, and where it ran (the isolation
+  mode: an estimator beside the judge can read what a sealed one cannot).
 An estimator that reads anything else (a file of its own, the clock, an environment variable) and wants its scores
 recomputed passes ``--bt-rescore``. A failed call (an error of the estimator, a time-out) stores nothing.
 

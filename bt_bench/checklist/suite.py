@@ -109,14 +109,16 @@ class Suite:
 
     def _input_key(self, key: tuple, fit_seed: int | None) -> list:
         """A score's input, for the score cache: ``key`` (kind, name, seed index, ...) with the seed index replaced
-        by the fixture's identity (run, derived data and its manifest's sha256), and whether it was fitted."""
+        by the fixture's identity (run, derived data and its manifest's sha256), whether it was fitted, and where it
+        ran (the isolation mode: an unsealed estimator can read what a sealed one cannot)."""
         from bt_bench.checklist.score_cache import fixture_identity
+        from bt_bench.estimator import sealed
 
         i = key[2]
         ident = self._data.get(("identity", i))
         if ident is None:
             ident = self._data[("identity", i)] = fixture_identity(self.fixtures[i])
-        return [key[0], *ident, *key[3:], "fitted" if fit_seed is not None else "unfitted"]
+        return [key[0], *ident, *key[3:], "fitted" if fit_seed is not None else "unfitted", sealed.ISOLATION.mode]
 
     def _raise_if_timed_out(self, name: str) -> None:
         """An ERROR at once for an estimator whose call timed out earlier in this process (it is not retried)."""
