@@ -110,8 +110,11 @@ def test_unit_preconditioner_reproduces_the_plain_sketch(model, batch):
 def test_chunked_equals_full(model, batch):
     sk = Sketcher(model, preset("default"))
     pre = adam_preconditioner(second_moment(model, seed=2))
-    np.testing.assert_allclose(sk.sketch(batch, chunk_size=4, precondition=pre),
-                               sk.sketch(batch, precondition=pre), rtol=1e-5, atol=1e-6)
+    chunked, full = sk.sketch(batch, chunk_size=4, precondition=pre), sk.sketch(batch, precondition=pre)
+    # float32 with another grouping of the rows: elementwise a few 1e-5 apart at worst (seen in CI: 6e-5 on 9 of
+    # 24576 entries), so compared as the file's other sketches are, relative to the whole sketch's norm
+    assert rel(torch.as_tensor(chunked), torch.as_tensor(full)) <= 1e-5
+    assert np.linalg.norm(full) > 0  # not vacuous
 
 
 def test_preconditioner_is_checked(model, batch):
