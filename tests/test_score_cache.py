@@ -123,3 +123,29 @@ def test_a_second_suite_reads_every_score_the_first_computed(tmp_path, monkeypat
     assert s2.score_cache.hits == 3 and all(np.array_equal(a[k], b[k]) for k in a)
     with pytest.raises(AssertionError, match="was called"):
         s2.training_scores("fluency", 0, "no_behavior")  # the placebo target: another input, computed
+
+
+def test_the_bootstraps_resample_values_are_read_back_from_disk(tmp_path, monkeypatch):
+    """precision@|GT|'s resample values (bootstrap.DISK_MEMO, set by the plugin): a second process (the memory memo
+    emptied) reads them and gets the identical CI; a damaged file is computed again; unset, nothing is written."""
+    from bt_bench.checklist import bootstrap as bs
+
+    rng = np.random.default_rng(0)
+    step, g, s = np.repeat(np.arange(40), 8), rng.random(320) < 0.1, rng.normal(size=320)
+    monkeypatch.setattr(bs, "_PRECISION_CACHE", {})
+    monkeypatch.setitem(bs.DISK_MEMO, "folder", None)
+    plain = bs.precision_bootstrap(s, g, step, n_resamples=300)
+    assert not any(tmp_path.iterdir())
+    monkeypatch.setitem(bs.DISK_MEMO, "folder", tmp_path)
+    monkeypatch.setattr(bs, "_PRECISION_CACHE", {})
+    assert bs.precision_bootstrap(s, g, step, n_resamples=300) == plain
+    (f,) = tmp_path.iterdir()
+    monkeypatch.setattr(bs, "_PRECISION_CACHE", {})
+    real = bs._resample_values
+    monkeypatch.setattr(bs, "_resample_values", lambda *a, **k: pytest.fail("resampled although stored"))
+    assert bs.precision_bootstrap(s, g, step, n_resamples=300) == plain
+    f.write_bytes(b"damaged")
+    monkeypatch.setattr(bs, "_PRECISION_CACHE", {})
+    monkeypatch.setattr(bs, "_resample_values", real)
+    assert bs.precision_bootstrap(s, g, step, n_resamples=300) == plain
+    assert np.load(f, allow_pickle=False).shape == (301,)

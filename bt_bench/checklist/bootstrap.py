@@ -235,6 +235,32 @@ def _rankings(is_gt, step, **named_scores) -> tuple[list[WeightedRanking], int, 
 # unchanged; only the time differs.
 _PRECISION_CACHE: dict[tuple, tuple[float, np.ndarray]] = {}
 _PRECISION_CACHE_MAX = 256
+# ... and on disk when a checklist session sets a folder (the plugin: <cache>/stats/<digest of bt-bench's sources>), so
+# a rerun reads each ranking's values instead of resampling again: they are a pure function of the key (the rows'
+# content, n_resamples, seed) and of this code, whose sources name the folder. None: memory only (tests, replays).
+DISK_MEMO: dict = {"folder": None}
+
+
+def _disk_values(key: tuple, compute: Callable[[], tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:
+    import os
+    from pathlib import Path
+
+    folder = DISK_MEMO["folder"]
+    if folder is None:
+        return compute()
+    path = Path(folder) / f"precision-{key[0]}-{key[1]}-{key[2]}.npy"
+    try:
+        a = np.load(path, allow_pickle=False)
+        if a.shape == (key[1] + 1,) and a.dtype == np.float64:
+            return float(a[0]), a[1:]
+    except (OSError, ValueError):
+        pass  # absent or damaged: computed again and replaced
+    est, values = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.npy")
+    np.save(tmp, np.concatenate([[est], values]).astype(np.float64), allow_pickle=False)
+    os.replace(tmp, path)
+    return est, values
 
 
 def _digest(*arrays: np.ndarray) -> str:
@@ -257,8 +283,9 @@ def _precision_values(scores, is_gt, step, n_resamples: int, seed: int) -> tuple
     hit = _PRECISION_CACHE.get(key)
     (r,), nc, n = _rankings(g, st, scores=s)
     if hit is None:
-        values = _resample_values(lambda d: r.precision(_counts(d, nc)), nc, n_resamples, seed)
-        hit = (float(r.precision(np.ones((1, nc)))[0]), values)
+        hit = _disk_values(key, lambda: (float(r.precision(np.ones((1, nc)))[0]),
+                                         _resample_values(lambda d: r.precision(_counts(d, nc)), nc, n_resamples,
+                                                          seed)))
         if len(_PRECISION_CACHE) >= _PRECISION_CACHE_MAX:
             _PRECISION_CACHE.pop(next(iter(_PRECISION_CACHE)))
         _PRECISION_CACHE[key] = hit

@@ -105,6 +105,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     sealed = sys.modules.get("bt_bench.estimator.sealed")
     if sealed is not None:
         sealed.close_all()
+    bootstrap = sys.modules.get("bt_bench.checklist.bootstrap")
+    if bootstrap is not None:
+        bootstrap.DISK_MEMO["folder"] = None
     for name, old in config.stash.get(_OLD_ENV_KEY, {}).items():
         if old is None:
             os.environ.pop(name, None)

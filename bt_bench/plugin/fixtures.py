@@ -99,10 +99,13 @@ def bt_suite(pytestconfig, bt_runs, bt_settings):
 
 def _score_cache(s):
     """Scores stored under the cache and shared by the workers (``bt_bench.checklist.score_cache``); with
-    --bt-rescore or --bt-paper-gate only this session's own are read."""
-    from bt_bench.checklist.score_cache import ScoreCache
+    --bt-rescore or --bt-paper-gate only this session's own are read. And the bootstrap's per-ranking resample values,
+    a pure function of their content and of bt-bench's code (``bootstrap.DISK_MEMO``; unset at unconfigure)."""
+    from bt_bench.checklist import bootstrap
+    from bt_bench.checklist.score_cache import ScoreCache, environment_digest
     from bt_bench.runs.store import cache_root
 
+    bootstrap.DISK_MEMO["folder"] = cache_root(s.cache_dir) / "stats" / environment_digest()[:24]
     return ScoreCache(cache_root(s.cache_dir) / "scores", session=os.environ.get(SESSION_ENV, ""),
                       fresh=s.rescore or s.paper_gate)
 
