@@ -149,3 +149,24 @@ def test_the_bootstraps_resample_values_are_read_back_from_disk(tmp_path, monkey
     monkeypatch.setattr(bs, "_resample_values", real)
     assert bs.precision_bootstrap(s, g, step, n_resamples=300) == plain
     assert np.load(f, allow_pickle=False).shape == (301,)
+
+
+def test_a_json_memo_is_read_back_only_for_the_same_key(tmp_path):
+    """bt_bench.runs.memo.json_memo (the sketch-ranking self-check is kept with it): another key computes, a
+    damaged file computes, no folder computes and stores nothing."""
+    from bt_bench.runs.memo import json_memo
+
+    calls = []
+
+    def compute(v):
+        return lambda: calls.append(v) or {"value": v, "nan": float("nan")}
+
+    key = {"run": "r", "manifest_sha256": "a"}
+    assert json_memo(tmp_path, "x", key, compute(1))["value"] == 1
+    assert json_memo(tmp_path, "x", dict(key), compute(2))["value"] == 1 and calls == [1]
+    assert json_memo(tmp_path, "x", {**key, "manifest_sha256": "b"}, compute(3))["value"] == 3
+    for f in tmp_path.iterdir():
+        f.write_text("{not json")
+    assert json_memo(tmp_path, "x", key, compute(4))["value"] == 4
+    assert json_memo(None, "x", key, compute(5))["value"] == 5 and calls == [1, 3, 4, 5]
+    assert np.isnan(json_memo(tmp_path, "x", key, compute(6))["nan"])  # NaN survives the round trip

@@ -28,23 +28,15 @@ import functools
 import hashlib
 import json
 import os
-import platform
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from bt_bench.runs.memo import _hash_py_files, environment_digest
+
 FORMAT = 1
-
-
-def _hash_py_files(folder: Path, h) -> None:
-    for p in sorted(folder.rglob("*.py")):
-        if "__pycache__" in p.parts:
-            continue
-        h.update(str(p.relative_to(folder)).encode() + b"\0")
-        h.update(hashlib.sha256(p.read_bytes()).digest())
 
 
 def _top_level_location(module: str) -> Path | None:
@@ -58,21 +50,6 @@ def _top_level_location(module: str) -> Path | None:
     if spec.submodule_search_locations:
         return Path(list(spec.submodule_search_locations)[0])
     return Path(spec.origin) if spec.origin else None
-
-
-@functools.lru_cache(maxsize=1)
-def environment_digest() -> str:
-    """sha256 of bt-bench's own sources, every installed distribution's name and version, Python and machine."""
-    from importlib import metadata
-
-    import bt_bench
-
-    h = hashlib.sha256(f"format {FORMAT}\0{sys.version}\0{platform.machine()}\0".encode())
-    _hash_py_files(Path(bt_bench.__file__).parent, h)
-    dists = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()
-                    if d.metadata and d.metadata["Name"]})
-    h.update("\n".join(dists).encode())
-    return h.hexdigest()
 
 
 def entry_module(name: str) -> str:

@@ -52,6 +52,7 @@ class Suite:
     _timed_out: dict = dataclasses.field(default_factory=dict)
     # scores kept across sessions and shared by the workers (bt_bench.checklist.score_cache); None: per process only
     score_cache: object | None = None
+    stats_folder: object | None = None  # results kept across sessions (bt_bench.runs.memo); None: computed each time
 
     @property
     def n_seeds(self) -> int:

@@ -88,24 +88,21 @@ def bt_suite(pytestconfig, bt_runs, bt_settings):
         return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
                      norm_variant=get_profile(bt_settings.profile).norm_variant,
                      lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0,
-                     score_cache=_score_cache(bt_settings))
+                     score_cache=_score_cache(bt_settings), stats_folder=_stats_folder(bt_settings))
     _derive(list(runs), fcfg, bt_settings.cache_dir, pytestconfig)
     fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]
     return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
                  norm_variant=get_profile(bt_settings.profile).norm_variant,
                  lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0,
-                 score_cache=_score_cache(bt_settings))
+                 score_cache=_score_cache(bt_settings), stats_folder=_stats_folder(bt_settings))
 
 
 def _score_cache(s):
     """Scores stored under the cache and shared by the workers (``bt_bench.checklist.score_cache``); with
-    --bt-rescore or --bt-paper-gate only this session's own are read. And the bootstrap's per-ranking resample values,
-    a pure function of their content and of bt-bench's code (``bootstrap.DISK_MEMO``; unset at unconfigure)."""
-    from bt_bench.checklist import bootstrap
-    from bt_bench.checklist.score_cache import ScoreCache, environment_digest
+    --bt-rescore or --bt-paper-gate only this session's own are read."""
+    from bt_bench.checklist.score_cache import ScoreCache
     from bt_bench.runs.store import cache_root
 
-    bootstrap.DISK_MEMO["folder"] = cache_root(s.cache_dir) / "stats" / environment_digest()[:24]
     return ScoreCache(cache_root(s.cache_dir) / "scores", session=os.environ.get(SESSION_ENV, ""),
                       fresh=s.rescore or s.paper_gate)
 
@@ -162,3 +159,16 @@ def selected_estimators(s: Settings) -> list[str]:
             except registry.RegistryError as e:
                 raise pytest.UsageError(f"--bt-estimator: {e}") from e
     return list(dict.fromkeys(s.estimators))  # once each: a repeated name would get pytest's suffixed ids
+
+
+def _stats_folder(s) -> Path:
+    """Where results that are a pure function of their inputs and of bt-bench's code are kept (named by the digest
+    of bt-bench's sources and the installed versions, ``bt_bench.runs.memo``): the sketch-ranking self-check and the
+    bootstrap's per-ranking resample values (``bootstrap.DISK_MEMO``, unset at unconfigure)."""
+    from bt_bench.checklist import bootstrap
+    from bt_bench.runs.memo import environment_digest
+    from bt_bench.runs.store import cache_root
+
+    folder = cache_root(s.cache_dir) / "stats" / environment_digest()[:24]
+    bootstrap.DISK_MEMO["folder"] = folder
+    return folder
