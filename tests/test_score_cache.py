@@ -170,3 +170,18 @@ def test_a_json_memo_is_read_back_only_for_the_same_key(tmp_path):
     assert json_memo(tmp_path, "x", key, compute(4))["value"] == 4
     assert json_memo(None, "x", key, compute(5))["value"] == 5 and calls == [1, 3, 4, 5]
     assert np.isnan(json_memo(tmp_path, "x", key, compute(6))["nan"])  # NaN survives the round trip
+
+
+def test_the_paper_gate_reads_no_kept_statistics(tmp_path):
+    """Under --bt-paper-gate nothing prepared beforehand stands in for a statistic (a resample-values file planted
+    under a digest learned from an earlier run with the same --bt-gate-seed): no stats folder; otherwise one."""
+    from bt_bench.checklist import bootstrap
+    from bt_bench.plugin.fixtures import _stats_folder
+    from bt_bench.plugin.options import Settings
+
+    try:
+        assert _stats_folder(Settings(cache_dir=str(tmp_path), paper_gate=True)) is None
+        assert bootstrap.DISK_MEMO["folder"] is None
+        assert _stats_folder(Settings(cache_dir=str(tmp_path))) is not None
+    finally:
+        bootstrap.DISK_MEMO["folder"] = None

@@ -161,7 +161,7 @@ def selected_estimators(s: Settings) -> list[str]:
     return list(dict.fromkeys(s.estimators))  # once each: a repeated name would get pytest's suffixed ids
 
 
-def _stats_folder(s) -> Path:
+def _stats_folder(s) -> Path | None:
     """Where results that are a pure function of their inputs and of bt-bench's code are kept (named by the digest
     of bt-bench's sources and the installed versions, ``bt_bench.runs.memo``): the sketch-ranking self-check and the
     bootstrap's per-ranking resample values (``bootstrap.DISK_MEMO``, unset at unconfigure)."""
@@ -169,6 +169,8 @@ def _stats_folder(s) -> Path:
     from bt_bench.runs.memo import environment_digest
     from bt_bench.runs.store import cache_root
 
-    folder = cache_root(s.cache_dir) / "stats" / environment_digest()[:24]
+    # --bt-paper-gate reads nothing prepared beforehand: a file planted under a digest learned from an earlier run
+    # with the same --bt-gate-seed would otherwise stand in for a statistic
+    folder = None if s.paper_gate else cache_root(s.cache_dir) / "stats" / environment_digest()[:24]
     bootstrap.DISK_MEMO["folder"] = folder
     return folder
