@@ -228,6 +228,26 @@ def test_precision_bootstraps_point_estimates():
     assert g.estimate == pytest.approx(metrics.ranking_metrics(scores, gt, step).normalized_gain)
 
 
+def test_normalized_gain_bootstrap_equals_the_direct_cluster_bootstrap():
+    """The memoized gain (precision values of both rankings, chance on the same draws) gives exactly the values the
+    direct statistic gives under cluster_bootstrap: same estimate, same CI, same undefined count."""
+    rng = np.random.default_rng(3)
+    step = np.repeat(np.arange(9), 7)
+    gt = rng.random(step.shape[0]) < 0.3
+    gt[step == 4] = False  # a step with no GT: resamples differ in k, chance and ceiling
+    scores = gt + rng.normal(0, 0.8, step.shape[0])
+    scores[:5] = scores[0]  # ties across a step
+    (a, c), nc, n = bootstrap._rankings(gt, step, scores=scores, ceiling=bootstrap._step_density(gt, step))
+
+    def gain(w):
+        ch = a.chance(w)
+        return bootstrap._safe_ratio(a.precision(w) - ch, c.precision(w) - ch)
+
+    want = bootstrap.cluster_bootstrap(gain, nc, n=n, n_resamples=400, seed=11)
+    got = bootstrap.normalized_gain_bootstrap(scores, gt, step, n_resamples=400, seed=11)
+    assert got == want
+
+
 def _paired_auc_case():
     """Group 0 (2 behavior, 2 not): a wins all 4 pairs, b wins 1 (3 > 2).  Group 1 (2 behavior, 2 not):
     a: 1 vs 1 tie, 1 vs 0 win (twice) -> 3; b: 0 loses twice, 2 wins twice -> 2.  Group 2: no pair.

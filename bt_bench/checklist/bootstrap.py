@@ -308,17 +308,25 @@ def precision_difference_bootstrap(scores, other_scores, is_gt, step, *, n_resam
     return _from_values(ea - eb, va - vb, n=n, seed=seed, n_resamples=n_resamples, percentiles=percentiles)
 
 
-def normalized_gain_bootstrap(scores, is_gt, step, **kw) -> BootstrapResult:
-    """Normalized gain with chance and ceiling recomputed in each step resample (NaN at zero headroom)."""
+def normalized_gain_bootstrap(scores, is_gt, step, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                              percentiles: tuple[float, float] = DEFAULT_PERCENTILES) -> BootstrapResult:
+    """Normalized gain with chance and ceiling recomputed in each step resample (NaN at zero headroom).
+
+    Both precisions come from the memoized per-ranking values (:func:`_precision_values`, on disk in a checklist
+    session), the chance from the same draws (same seed): each resample's value is exactly the one
+    ``cluster_bootstrap`` of (precision - chance) / (ceiling - chance) would give, without ranking again."""
     g = as_vector("is_gt", is_gt, kind="bool")
     st = as_vector("step", step, n=g.shape[0], ref="is_gt", kind="int")
-    (a, c), nc, n = _rankings(g, st, scores=scores, ceiling=_step_density(g, st))
-
-    def gain(w: np.ndarray) -> np.ndarray:
-        ch = a.chance(w)
-        return _safe_ratio(a.precision(w) - ch, c.precision(w) - ch)
-
-    return cluster_bootstrap(gain, nc, n=n, **kw)
+    ea, va, nc, n = _precision_values(scores, g, st, n_resamples, seed)
+    ec, vc, _, _ = _precision_values(_step_density(g, st), g, st, n_resamples, seed)
+    cidx, _ = cluster_index(st, "step")
+    gt_c = np.bincount(cidx, weights=g.astype(float), minlength=nc)
+    rows_c = np.bincount(cidx, minlength=nc).astype(float)
+    chance = _resample_values(lambda d: _safe_ratio(np.take(gt_c, d).sum(axis=1), np.take(rows_c, d).sum(axis=1)),
+                              nc, n_resamples, seed)
+    ch0 = float(_safe_ratio(gt_c.sum(), rows_c.sum()))
+    return _from_values(float(_safe_ratio(ea - ch0, ec - ch0)), _safe_ratio(va - chance, vc - chance), n=n,
+                        seed=seed, n_resamples=n_resamples, percentiles=percentiles)
 
 
 def mean_bootstrap(x, cluster=None, **kw) -> BootstrapResult:
