@@ -2,8 +2,8 @@
 from its step-0 weights, re-applying every recorded update with trl's loss and the run's optimizer (no generation,
 bt_bench.runs.replay), reproduces the run: the largest relative weight difference to any stored checkpoint up to W,
 and the behavior measure at W against the stored checkpoint's: weights within a relative 1e-3, or twice the difference
-two row orders make where larger (trl shuffles a step's rows and the order is not recorded:
-bt_bench.runs.counterfactual.order_noise); the measure within 1e-3 nats or 5% of the random removals' mean drop. The counterfactual check's replays rest on it. Runs once, not per
+another row order makes where larger (trl shuffles a step's rows; the replay sums them in the recorded order,
+which on a CPU reproduces the run exactly, and bt_bench.runs.counterfactual.order_noise measures the rest); the measure within 1e-3 nats or 5% of the random removals' mean drop. The counterfactual check's replays rest on it. Runs once, not per
 estimator; its replays are cached and shared with that check."""
 
 from bt_bench.runs.counterfactual import FIDELITY_MEASURE, FIDELITY_WEIGHTS, MEASURE_SHARE, ORDER_FACTOR, fidelity_problem

@@ -151,6 +151,36 @@ def test_removal_is_cached_by_the_removed_set(smoke_run, tmp_path, monkeypatch):
     assert a == b and calls == [3]
 
 
+def test_the_replay_in_the_recorded_row_order_reproduces_the_run_bit_for_bit(smoke_run, replayer):
+    """trl shuffles a step's rows before the loss; the recorder keeps that order (train_order) and the replay sums in
+    it, so every stored checkpoint up to W comes back exactly. Control: the same replay in uid order does not."""
+    from bt_bench.runs import store
+    from bt_bench.runs.replay import _step_rows
+
+    c = smoke_run.columns
+    order, step = np.asarray(c["train_order"]), np.asarray(c["step"])
+    assert any(not np.array_equal(order[step == s], np.arange((step == s).sum())) for s in range(4)), \
+        "train_order is trl's shuffled order, not the uid order"
+    W = smoke_run.config.window
+    got = replayer.replay(until=W, compare=True).fidelity
+    assert got and set(got) == {s for s in smoke_run.checkpoints if 0 < s <= W}
+    assert all(v == 0.0 for v in got.values()), got
+    rows = replayer.rows
+    try:
+        replayer.rows = {s: np.sort(u) for s, u in rows.items()}  # uid order: the replay before train_order
+        uid = replayer.replay(until=W, compare=True).fidelity
+    finally:
+        replayer.rows = rows
+    assert max(uid.values()) > 0.0, "summing in another order changes the rounding"
+    assert {s: list(u) for s, u in _step_rows(smoke_run).items()} == {s: list(u) for s, u in rows.items()}
+
+    bad = {k: np.asarray(v) for k, v in c.items()}
+    bad["train_order"] = bad["train_order"].copy()
+    bad["train_order"][1] = bad["train_order"][0]  # two rows at one position of step 0
+    with pytest.raises(store.IntegrityError, match="train_order"):
+        store.check_integrity(bad, smoke_run.manifest)
+
+
 def test_a_replay_in_another_row_order_is_close_and_sets_the_fidelity_bar(smoke_run, replayer):
     a = _params(replayer.replay(until=4).model)
     b = _params(replayer.replay(until=4, order_seed=1).model)

@@ -23,7 +23,8 @@ from bt_bench.runs.bpe import BpeSpec
 from bt_bench.runs.task import TASKS
 from bt_bench.runs.toy import ToySpec
 
-FIXTURE_FORMAT = 3  # bump when the run-store layout changes: old runs then miss the cache instead of misloading
+FIXTURE_FORMAT = 4  # bump when the run-store layout changes: old runs then miss the cache instead of misloading
+# 4: the train_order column (the replay sums each step's rows in the order the run did)
 
 LOSS_TYPES = ("dapo", "grpo")
 ABLATIONS = ("none", "no_bonus", "drop_random")

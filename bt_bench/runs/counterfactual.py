@@ -12,7 +12,7 @@ Entries under ``<cache>/counterfactual/<run key>-f<FORMAT>/``, each published on
   W), of the replay without GT, and of ``R`` replays without as many random in-window rollouts with a nonzero
   advantage as there is GT (the control of the counterfactual check), each with its seconds. The removals behind
   it are replayed first by every process that asks (``replay_pool``); the publisher adds the full replay.
-- ``order-noise/`` and ``lds-set-S<S>/``: the replay's noise floor and check 10's LDS set.
+- ``order-noise/`` and ``lds-set-S<S>/``: the run's sensitivity to its rows' order and check 10's LDS set.
 
 The drop of a removal is ``full - removed`` on the trigger measure (``trigger_logp``): positive when removing the set
 lowers the log-probability of the behavior where the run wrote it.
@@ -35,7 +35,7 @@ FORMAT = 2  # of the stored entries; a change of the replay, the probe or the la
 REPLICATES = 19  # random removals behind the control: a one-sided permutation test at p = 1/(R+1) = 0.05
 PROBE_PROMPTS = 64
 FIDELITY_WEIGHTS = 1e-3  # replay-fidelity self-check: largest relative weight difference to a stored checkpoint,
-ORDER_FACTOR = 2.0  # ... or this many times the difference two row orders make, where larger (order_noise)
+ORDER_FACTOR = 2.0  # ... or this many times the difference another row order makes, where larger (order_noise)
 FIDELITY_MEASURE = 1e-3  # |full replay's measure - the stored checkpoint's| at W, in nats, ...
 MEASURE_SHARE = 0.05  # ... or this share of the random removals' mean drop, where larger
 
@@ -43,11 +43,12 @@ MEASURE_SHARE = 0.05  # ... or this share of the random removals' mean drop, whe
 def fidelity_problem(b: dict, noise: dict | None = None) -> str | None:
     """Why a run's replay does not reproduce it (``baseline``; ``noise``: ``order_noise``), or None.
 
-    Weights: the bar is the larger of FIDELITY_WEIGHTS and ORDER_FACTOR times the replay's own noise floor. trl
-    shuffles a step's rows before the loss and the order is not recorded, so a replay sums in another order than
-    the run did, and once planting makes the dynamics sensitive AdamW amplifies those rounding differences (bpe seed
-    0: replay vs run 6.3e-2 at W, the replay vs itself in another row order 6.5e-2 and 1.3e-1 for two orders). A
-    replay cannot be closer to the run than the run is to itself under another order.
+    Weights: the bar is the larger of FIDELITY_WEIGHTS and ORDER_FACTOR times the run's sensitivity to its rows'
+    order. The replay sums each step's rows in the order the run did (``train_order``), which on a CPU reproduces
+    the run bit for bit (0.0); before that order was recorded a replay summed in uid order and, once planting made
+    the dynamics sensitive, AdamW amplified the rounding differences (bpe seed 0: 6.3e-2 at W; W = 200, seed 1: 0.54).
+    The order allowance stays for devices whose kernels are not deterministic: no replay can be closer to the run
+    than the run is to itself under another order.
     Behavior measure: the gap must be negligible against the effects the check compares, at most the larger of
     FIDELITY_MEASURE and MEASURE_SHARE of the random removals' mean drop (bpe seed 0: gap 1.2e-3 nats, the order
     alone moved it by 4e-4 and 1.2e-2 for two orders, the random removals by 2.3 on average)."""
@@ -198,9 +199,9 @@ def baseline(run, replicates: int = REPLICATES) -> dict:
 
 
 def order_noise(run, replicates: int = REPLICATES) -> dict:
-    """The replay's own noise floor, built once per run: the full replay in uid order against the same replay with
-    each step's rows in a seeded random order, at W (largest relative weight difference over tensors, and the gap in
-    the behavior measure)."""
+    """The run's sensitivity to the order of its rows, built once per run: the full replay in the recorded order
+    against the same replay with each step's rows in a seeded random order, at W (largest relative weight difference
+    over tensors, and the gap in the behavior measure)."""
     from bt_bench.runs.probe import measure
     from bt_bench.runs.store import publish_once, write_json
 

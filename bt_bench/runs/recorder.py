@@ -17,6 +17,10 @@ class Recorder:
         self.cfg, self.tok, self.pad_id = cfg, tok, tok.pad_token_id
         self.rows: list[dict] = []
         self.trained: dict[int, int] = {}  # uid -> optimizer step it entered
+        # uid -> its position among the step's rows as trl's loss saw them (trl shuffles a step's rows before the loss
+        # and float sums depend on the order: replaying in this order reproduces the run bit for bit on a CPU)
+        self.order: dict[int, int] = {}
+        self._step_rows: dict[int, int] = {}
         self.step_lr: dict[int, float] = {}
         self.step_items: dict[int, int] = {}
         self.step_grad_norm: dict[int, float] = {}
@@ -85,6 +89,8 @@ class Recorder:
                 raise RuntimeError(f"rollout {u} entered two optimizer steps ({self.trained[u]} and {step}): "
                                    "the recorder cannot map this configuration")
             self.trained[u] = step
+            self.order[u] = self._step_rows.get(step, 0)
+            self._step_rows[step] = self.order[u] + 1
         self.step_lr[step] = lr
 
     def merge_ranks(self) -> None:
@@ -95,7 +101,7 @@ class Recorder:
         rollout's share of the step's gradient (the 1-process sketch is that share)."""
         mine = {u: (s, self.rows[u].get("fluency"), self.sketches.get(u)) for u, s in self.trained.items()}
         parts = self.gather((mine, self.step_lr))
-        self.trained, self.sketches = {}, {}
+        self.trained, self.sketches, self.order, self._step_rows = {}, {}, {}, {}  # re-marked in rank order below
         for part, step_lr in parts:
             self.step_lr.update(step_lr)
             for u, (s, flu, sk) in part.items():
@@ -119,12 +125,13 @@ class Recorder:
             C[i, :len(c)], CM[i, :len(c)] = c, 1
         cols: dict[str, np.ndarray] = {"prompt_ids": P, "prompt_mask": PM, "completion_ids": C,
                                       "completion_mask": CM}
-        per_step = ("trained_step", "lr", "step_grad_norm")  # looked up per optimizer step below
+        per_step = ("trained_step", "train_order", "lr", "step_grad_norm")  # looked up per uid or step below
         for col in schema.COLUMNS:
             if col.name not in cols and col.name not in per_step:
                 cols[col.name] = np.array([row[col.name] for row in self.rows], dtype=col.dtype)
         cols["trained_step"] = np.array([self.trained.get(int(u), -1) for u in cols["uid"]],
                                         schema.dtype("trained_step"))
+        cols["train_order"] = np.array([self.order.get(int(u), -1) for u in cols["uid"]], schema.dtype("train_order"))
         cols["lr"] = np.array([self.step_lr.get(int(s), float("nan")) for s in cols["trained_step"]],
                               schema.dtype("lr"))
         cols["step_grad_norm"] = np.array([self.step_grad_norm.get(int(s), float("nan")) for s in cols["step"]],

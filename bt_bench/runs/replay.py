@@ -76,9 +76,20 @@ def _trainer(run, model, tok):
 
 
 def _step_rows(run) -> dict[int, np.ndarray]:
-    """{optimizer step: the uids it trained on, in uid order}."""
+    """{optimizer step: the uids it trained on, in the order trl's loss saw them (``train_order``)}.
+
+    trl shuffles a step's rows before the loss, and a float sum depends on its order: in uid order a replay drifts
+    from the run by rounding that AdamW amplifies once planting makes the dynamics sensitive (bpe, W = 200, seed 1:
+    0.54 of a tensor's norm), in the recorded order it reproduces the run bit for bit (0.0 there and on tiny;
+    docs/fixtures.md)."""
     ts = np.asarray(run.columns["trained_step"])
-    return {int(s): np.flatnonzero(ts == s) for s in np.unique(ts) if s >= 0}
+    order = np.asarray(run.columns["train_order"])
+    out = {}
+    for s in np.unique(ts):
+        if s >= 0:
+            uids = np.flatnonzero(ts == s)
+            out[int(s)] = uids[np.argsort(order[uids], kind="stable")]
+    return out
 
 
 def _batch(run, uids: np.ndarray, weight: np.ndarray | None, device):
@@ -156,8 +167,8 @@ class Replayer:
         ``weight[uid]`` (None: all 1, the run itself; 0 removes it). ``compare``: after each replayed step that has
         a stored checkpoint, the largest relative weight difference to it (the fidelity self-check).
         ``on_step(s, model)`` sees the weights after ``s`` steps. ``order_seed``: each step's rows in a seeded
-        random order instead of uid order (the order trl trained them in is not recorded: trl shuffles a step's rows
-        before the loss; two orders give the replay's own noise floor, ``bt_bench.runs.counterfactual.order_noise``)."""
+        random order instead of the recorded one (how much another order moves the run: its sensitivity to rounding,
+        ``bt_bench.runs.counterfactual.order_noise``)."""
         from bt_bench.runs.runtime import set_determinism
 
         torch, cfg, tr = self._torch, self.cfg, self.trainer

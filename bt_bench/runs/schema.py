@@ -12,7 +12,7 @@ Roles
   verdict functions and the suite's test-only controls see them;
 - ``harness``: recorded per rollout but handed over otherwise: ``fluency`` and ``step_grad_norm`` as
   capability-gated sketches, ``lr`` only per checkpoint (``Checkpoint.lr``), ``trained_step`` for the store's
-  integrity check; ``has_trigger`` not at all. Never a row field of a view (``WITHHELD`` says why for the two
+  integrity check, ``train_order`` for the replay; ``has_trigger`` not at all. Never a row field of a view (``WITHHELD`` says why for the two
   that used to be one).
 
 Kept free of torch and numpy-heavy imports: the estimator contract imports it.
@@ -68,6 +68,8 @@ COLUMNS: tuple[Column, ...] = (
       for name in REWARD_NAMES),
     Column("fluency", "float32", "harness", "mean token log-prob under the step's own parameters (a sketch key)"),
     Column("trained_step", "int64", "harness", "optimizer step the rollout entered (integrity: equals step)"),
+    Column("train_order", "int32", "harness", "the rollout's position in its optimizer step's batch as trl's loss "
+           "saw it (trl shuffles a step's rows; the replay sums them in this order, so it reproduces the run)"),
     Column("step_grad_norm", "float32", "harness", "norm of the step's summed gradient, before clipping"),
 )
 BY_NAME = {c.name: c for c in COLUMNS}

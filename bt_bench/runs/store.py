@@ -235,6 +235,12 @@ def check_integrity(cols: dict[str, np.ndarray], manifest: dict) -> None:
     per_step = np.bincount(np.asarray(cols["step"]), minlength=c["steps"])
     if not np.all(per_step == c["prompts_per_step"] * c["generations"]):
         raise IntegrityError(f"run {key}: steps hold unequal rollout counts. {rebuild_hint(key)}")
+    # each step's train_order is a permutation of 0..rows-1 (the order its loss summed them in; the replay's order)
+    step, order = np.asarray(cols["step"]), np.asarray(cols["train_order"], np.int64)
+    rows = c["prompts_per_step"] * c["generations"]
+    if order.min(initial=0) < 0 or order.max(initial=0) >= rows or \
+            len(np.unique(step.astype(np.int64) * rows + order)) != n:
+        raise IntegrityError(f"run {key}: train_order is not a permutation of each step's rows. {rebuild_hint(key)}")
 
 
 def list_runs(root: Path | None = None) -> list[dict]:
