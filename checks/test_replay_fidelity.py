@@ -22,7 +22,7 @@ def test_replay_fidelity(bt_suite, request):
                          "replay_seconds": b["full_seconds"], "train_seconds": b["train_seconds"],
                          "order_noise": {k: noise[k] for k in ("max_relative", "measure_gap")},
                          "problem": fidelity_problem(b, noise)})
-    worst = max((s["max_relative"] or float("inf")) for s in per_seed) if per_seed else None
+    worst = cf.worst_fidelity(s["max_relative"] for s in per_seed)
     record(request, check="replay_fidelity", seeds=[s["seed"] for s in per_seed], per_seed=per_seed,
            tolerance={"weights": FIDELITY_WEIGHTS, "measure": FIDELITY_MEASURE, "order_factor": ORDER_FACTOR,
                       "measure_share": MEASURE_SHARE},

@@ -181,6 +181,16 @@ def test_the_replay_in_the_recorded_row_order_reproduces_the_run_bit_for_bit(smo
         store.check_integrity(bad, smoke_run.manifest)
 
 
+def test_the_key_figure_of_an_exact_replay_is_zero_not_infinite():
+    """An exact replay's 0.0 is a figure, not a missing one (the check printed 'inf' for it before)."""
+    from bt_bench.runs.counterfactual import worst_fidelity
+
+    assert worst_fidelity([0.0, 0.0, 0.0]) == 0.0
+    assert worst_fidelity([0.0, 2e-5]) == 2e-5
+    assert worst_fidelity([None, 0.0]) == float("inf")
+    assert worst_fidelity([]) is None
+
+
 def test_a_replay_in_another_row_order_is_close_and_sets_the_fidelity_bar(smoke_run, replayer):
     a = _params(replayer.replay(until=4).model)
     b = _params(replayer.replay(until=4, order_seed=1).model)

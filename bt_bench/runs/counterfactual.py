@@ -67,6 +67,13 @@ def fidelity_problem(b: dict, noise: dict | None = None) -> str | None:
     return "; ".join(bad) or None
 
 
+def worst_fidelity(values) -> float | None:
+    """The largest per-seed weight difference (the check's key figure): a seed without one (None) counts as
+    infinite, an exact replay as 0.0 (not as missing); None when there is no seed."""
+    values = list(values)
+    return max(float("inf") if v is None else float(v) for v in values) if values else None
+
+
 _REPLAYERS: dict[str, object] = {}  # run key -> Replayer (one per process: its trainer takes seconds to build)
 
 
