@@ -295,3 +295,21 @@ def test_timeout_option_and_setting(pytester):
         with pytest.raises(ValueError, match="--bt-timeout"):
             Settings(timeout=bad)
     assert "--bt-timeout" in pytester.runpytest_subprocess("--help").stdout.str()
+
+
+def test_the_suites_repr_formats_no_array():
+    """pytest formats a failing or xfailed check function's arguments (bt_suite among them) with repr; the suite
+    holds every score and candidate array, so its repr must name them, not print them (it cost 1.2 s a cell)."""
+    import numpy as np
+
+    from bt_bench.checklist.base import Thresholds
+    from bt_bench.checklist.suite import Suite
+
+    class Fx:
+        seed = 7
+
+    s = Suite(fixtures=[Fx()], failed_seeds=[], thresholds=Thresholds())
+    s._scores[("x", 0)] = np.arange(200_000, dtype=float)
+    s._data["x"] = {"rows": np.zeros((1000, 64))}
+    r = repr(s)
+    assert len(r) < 200 and "seeds [7]" in r and "1 scores" in r and "array" not in r
