@@ -12,8 +12,8 @@ Roles
   verdict functions and the suite's test-only controls see them;
 - ``harness``: recorded per rollout but handed over otherwise: ``fluency`` and ``step_grad_norm`` as
   capability-gated sketches, ``lr`` only per checkpoint (``Checkpoint.lr``), ``trained_step`` for the store's
-  integrity check, ``train_order`` for the replay; ``has_trigger`` not at all. Never a row field of a view (``WITHHELD`` says why for the two
-  that used to be one).
+  integrity check, ``train_order`` for the replay; ``has_trigger`` not at all. Never a row field of a view
+  (``WITHHELD`` says why for the two that used to be one).
 
 Kept free of torch and numpy-heavy imports: the estimator contract imports it.
 """
