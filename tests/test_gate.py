@@ -55,6 +55,28 @@ def test_estimator_gate():
     assert not g.ok and "GATE FAIL" in g.line() and "with modified thresholds" in g.line() and "c1 FAIL" in g.line()
 
 
+def test_a_failed_fixture_self_check_fails_every_gate():
+    """Only a fixture self-check (no estimator) that failed or raised counts; it fails a passing gate and an
+    as-expected one, and leads their lines. Control: passing or skipped self-checks and failed estimator cells
+    leave the gates alone."""
+    res = [{"nodeid": "checks/test_sketch_ranking.py::test_sketch_ranking", "outcome": "failed",
+            "metrics": {"check": "sketch_ranking"}},
+           {"nodeid": "checks/test_integrity.py::test_integrity", "outcome": "error", "metrics": {}},
+           {"nodeid": "checks/test_planted_cause.py::test_planted_cause", "outcome": "passed", "metrics": {}},
+           {"nodeid": "checks/test_replay_fidelity.py::test_replay_fidelity", "outcome": "skipped", "metrics": {}},
+           {"nodeid": "checks/test_headroom.py::test_headroom[mine-seed0-draw0]", "outcome": "failed",
+            "cell": {"check": "headroom", "estimator": "mine"}}]
+    fx = gate.fixture_problems(res)
+    assert fx == ("fixture self-check sketch_ranking FAILED", "fixture self-check integrity ERROR")
+    assert gate.fixture_problems([r for r in res if r["outcome"] != "failed" and r["outcome"] != "error"]) == ()
+    ok = {"c": gate.CheckResult("e", "c", gate.PASS, (gate.PASS,), ())}
+    for g in (gate.estimator_gate("e", ok), gate.expectation_gate("e", ok, {"c": (gate.PASS, "why")})):
+        assert g.ok and gate.with_fixture(g, ()) == g
+        f = gate.with_fixture(g, fx)
+        assert not f.ok and f.fixture == fx and f.problems[:2] == fx
+        assert f.line().startswith("e: FIXTURE FAILED, NOT JUDGED: fixture self-check sketch_ranking FAILED")
+
+
 def test_expectation_gate_both_ways():
     res = {"c": gate.CheckResult("b", "c", gate.PASS, (gate.PASS,), ())}
     assert gate.expectation_gate("b", res, {"c": (gate.PASS, "why")}).ok

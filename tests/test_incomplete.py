@@ -125,6 +125,35 @@ def test_the_full_grid_passes_also_under_the_paper_gate(checklist, tmp_path):
     assert "checks" in doc["command_line"]["args"] and "--bt-paper-gate" in doc["command_line"]["args"]
 
 
+SELF_CHECK = """
+from bt_bench.plugin.glue import record
+
+
+def test_sketch_ranking(bt_suite, request):
+    record(request, check="sketch_ranking", key_figure="synthetic")
+    assert {ok}, "synthetic: the stored sketches reorder exact TracIn's scores"
+"""
+
+
+def test_a_failed_fixture_self_check_fails_every_gate_in_the_session(checklist, tmp_path):
+    """A fixture self-check that fails (here a synthetic sketch ranking) turns the user's GATE PASS and the
+    built-in's AS EXPECTED into FIXTURE FAILED, NOT JUDGED, also under the paper gate. Control: the same self-check
+    passing leaves both as they were and the exit code 0."""
+    for ok in (True, False):
+        (checklist.path / "checks" / "test_sketch_ranking.py").write_text(SELF_CHECK.format(ok=ok))
+        for extra in (("--bt-estimator", "gas"), ("--bt-paper-gate",)):
+            res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, *extra)
+            if ok:
+                assert res.ret == 0 and f"{USER}: GATE PASS" in out, out
+                assert "gas" not in extra or "gas: AS EXPECTED" in out, out
+                continue
+            assert res.ret == 1, out
+            line = "FIXTURE FAILED, NOT JUDGED: fixture self-check sketch_ranking FAILED"
+            assert f"{USER}: {line}" in out and ("gas" not in extra or f"gas: {line}" in out), out
+            assert all(not g["ok"] and g["fixture"] == ["fixture self-check sketch_ranking FAILED"]
+                       for g in doc["gates"]), doc["gates"]
+
+
 def test_a_deselected_unit_is_incomplete_and_exits_nonzero(checklist, tmp_path):
     ids = [f"checks/test_fluency_confound.py::test_fluency_confound[{e}-seed2-draw1]" for e in (USER, "gas")]
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-estimator", "gas",

@@ -51,6 +51,14 @@ def labels(doc: dict) -> dict[str, str]:
     return {c: r.label for (_, c), r in gate.checks(doc["results"]).items()}
 
 
+def own_problems(g: dict) -> list[str]:
+    """The estimator's own failing cells in its gate, beside any failed fixture self-check that fails every gate
+    (``gate.with_fixture``): the fresh fixtures of GATE_SEED fail the sketch-ranking self-check (TracIn's median
+    Spearman 0.58 against 0.95), so their gate lines read FIXTURE FAILED whatever the attack earned."""
+    fixture = set(g.get("fixture") or ())
+    return [p for p in g["problems"] if p not in fixture and not p.startswith("no verdict on these fixtures")]
+
+
 def reasons(doc: dict) -> str:
     return " ".join(json.dumps((r.get("cell") or {}).get("reason", "")) for r in doc["results"])
 
@@ -137,7 +145,7 @@ def test_attack_on_the_judge_fails_the_paper_gate(cls, gate_built, tmp_path):
     lab = labels(doc)
     assert rc == 1, out[-3000:]
     (g,) = doc["gates"]
-    assert not g["ok"] and "GATE FAIL" in g["line"], g
+    assert not g["ok"] and own_problems(g), g
     assert SEALED[cls](lab, reasons(doc) + out), (lab, g["line"])
     assert doc["machine"]["scoring_sandbox"].startswith("Landlock ABI")
 
@@ -198,6 +206,6 @@ def test_prepared_knowledge_fails_the_paper_gate(attack, built, gate_built, tmp_
     lab = labels(doc)
     assert rc == 1, out[-3000:]
     (g,) = doc["gates"]
-    assert not g["ok"] and "GATE FAIL" in g["line"], g
+    assert not g["ok"] and any(p.startswith("gradient_norm_baseline FAIL") for p in own_problems(g)), g
     assert lab["gradient_norm_baseline"] == "FAIL", (lab, g["line"])
     assert doc["gate_seed"]["seed"] == GATE_SEED and f"fresh fixtures of gate seed {GATE_SEED}" in out

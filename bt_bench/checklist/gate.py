@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 PASS, FAIL, ERROR, NOT_JUDGED, NA = "PASS", "FAIL", "ERROR", "NOT JUDGED", "N/A"
 INCOMPLETE = "INCOMPLETE"  # a check of the expected grid with units left out (never a unit's own label)
@@ -196,11 +196,14 @@ class Gate:
     expected: bool
     problems: tuple[str, ...]  # one line per failing check or deviation
     modified_thresholds: bool = False
+    fixture: tuple[str, ...] = ()  # the session's failed fixture self-checks (``with_fixture``): no verdict counts
 
     def line(self) -> str:
         head = "GATE PASS" if self.ok else "GATE FAIL"
         if self.expected:
             head = "AS EXPECTED" if self.ok else "DEVIATES FROM EXPECTED"
+        if self.fixture:
+            head = "FIXTURE FAILED, NOT JUDGED"
         tail = " (with modified thresholds)" if self.modified_thresholds else ""
         return f"{self.estimator}: {head}{tail}" + ("" if self.ok else ": " + "; ".join(self.problems))
 
@@ -226,6 +229,28 @@ def expectation_gate(estimator: str, results: Mapping[str, CheckResult], expecte
         elif r.label != want[0]:
             problems.append(f"{c} expected {want[0]}, got {r.label} {r.count} ({_short(r.reason)})")
     return Gate(estimator, not problems, True, tuple(problems), modified_thresholds)
+
+
+def fixture_problems(results: Iterable[Mapping]) -> tuple[str, ...]:
+    """One line per fixture self-check (docs/checklist.md, "Fixture self-checks") that failed or raised in a session.
+    They judge the fixtures every verdict rests on (the planted cause, the planting, the sketches, the replays), so
+    when one fails no estimator's cells count: e.g. on a paper gate's fresh fixtures whose sketches reorder exact
+    TracIn's scores, a "GATE PASS" would rest on the instrument, not the estimator."""
+    out = []
+    for r in results:
+        check, est = cell_of(r)
+        if est == FIXTURE and r.get("outcome") in ("failed", "error"):
+            out.append(f"fixture self-check {check} {'FAILED' if r['outcome'] == 'failed' else 'ERROR'}")
+    return tuple(dict.fromkeys(out))
+
+
+def with_fixture(g: Gate, fixture: Sequence[str]) -> Gate:
+    """``g`` failed by the session's failed fixture self-checks (``fixture_problems``), which lead its problems."""
+    if not fixture:
+        return g
+    why = "no verdict on these fixtures counts (a paper gate: draw another gate seed)"
+    return dataclasses.replace(g, ok=False, fixture=tuple(fixture),
+                               problems=(*fixture, why, *g.problems))
 
 
 def _short(text: str, n: int = 70) -> str:

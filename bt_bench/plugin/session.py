@@ -97,7 +97,8 @@ class BtSession:
     def decide(self) -> list:
         """One ``Gate`` per estimator with results or expected units: against its declared snapshot for a built-in
         on a profile that has one (unless --bt-strict), else by its own cells; a check with expected units left out
-        is INCOMPLETE (``bt_bench.checklist.gate``)."""
+        is INCOMPLETE (``bt_bench.checklist.gate``); a fixture self-check that failed in the session fails every gate
+        (``gate.fixture_problems``)."""
         from bt_bench.checklist import gate
         from bt_bench.checklist.expectations import expected_for
 
@@ -107,11 +108,14 @@ class BtSession:
         for (est, check), r in gate.checks(self.results, self.complete).items():
             by_est.setdefault(est, {})[check] = r
         order = {e: i for i, e in enumerate(dict.fromkeys(self._estimators()))}
+        fixture = gate.fixture_problems(self.results)  # a failed self-check: no estimator's verdict counts
         out = []  # in the session's estimator order, not the order xdist delivered the results in
         for est, checks in sorted(by_est.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
             want = None if (s.strict or s.evidence or s.gate_seed is not None) else expected_for(s.profile, est, lds=s.lds)
-            out.append(gate.expectation_gate(est, checks, want, modified_thresholds=mod) if want is not None
-                       else gate.estimator_gate(est, checks, modified_thresholds=mod))
+            out.append(gate.with_fixture(gate.expectation_gate(est, checks, want, modified_thresholds=mod)
+                                         if want is not None else gate.estimator_gate(est, checks,
+                                                                                      modified_thresholds=mod),
+                                         fixture))
         return out
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
