@@ -52,9 +52,8 @@ def labels(doc: dict) -> dict[str, str]:
 
 
 def own_problems(g: dict) -> list[str]:
-    """The estimator's own failing cells in its gate, beside any failed fixture self-check that fails every gate
-    (``gate.with_fixture``): the fresh fixtures of GATE_SEED fail the sketch-ranking self-check (TracIn's median
-    Spearman 0.58 against 0.95), so their gate lines read FIXTURE FAILED whatever the attack earned."""
+    """The estimator's own failing cells in its gate, beside any failed fixture self-check (``gate.with_fixture``
+    fails every gate then, whatever the attack earned)."""
     fixture = set(g.get("fixture") or ())
     return [p for p in g["problems"] if p not in fixture and not p.startswith("no verdict on these fixtures")]
 
@@ -76,8 +75,11 @@ def built(shared_cache):
 
 
 # The paper gate's fresh fixtures (issue 19 item 3), for one fixed gate seed so every run here shares one build; a
-# user's gate run draws its seed at gate time. Built like the reference fixture, into the same shared cache.
-GATE_SEED = 20261204
+# user's gate run draws its seed at gate time. Built like the reference fixture, into the same shared cache. Gate
+# seed 2's fixtures pass every fixture self-check, so an attack's GATE FAIL below is its own cells' doing. (Gate
+# seeds 20261204, used until 2026-12-06, and 1 fail the sketch-ranking self-check: TracIn's median Spearman of stored
+# vs exact scores 0.58 and 0.68 against the bar 0.95; their gate lines read FIXTURE FAILED for everyone.)
+GATE_SEED = 2
 GATE = ("--bt-paper-gate", "--bt-gate-seed", str(GATE_SEED))
 
 
@@ -145,7 +147,7 @@ def test_attack_on_the_judge_fails_the_paper_gate(cls, gate_built, tmp_path):
     lab = labels(doc)
     assert rc == 1, out[-3000:]
     (g,) = doc["gates"]
-    assert not g["ok"] and own_problems(g), g
+    assert not g["ok"] and "GATE FAIL" in g["line"] and not g.get("fixture") and own_problems(g), g
     assert SEALED[cls](lab, reasons(doc) + out), (lab, g["line"])
     assert doc["machine"]["scoring_sandbox"].startswith("Landlock ABI")
 
@@ -206,6 +208,7 @@ def test_prepared_knowledge_fails_the_paper_gate(attack, built, gate_built, tmp_
     lab = labels(doc)
     assert rc == 1, out[-3000:]
     (g,) = doc["gates"]
-    assert not g["ok"] and any(p.startswith("gradient_norm_baseline FAIL") for p in own_problems(g)), g
+    assert not g["ok"] and "GATE FAIL" in g["line"] and not g.get("fixture"), g
+    assert any(p.startswith("gradient_norm_baseline FAIL") for p in own_problems(g)), g
     assert lab["gradient_norm_baseline"] == "FAIL", (lab, g["line"])
     assert doc["gate_seed"]["seed"] == GATE_SEED and f"fresh fixtures of gate seed {GATE_SEED}" in out
