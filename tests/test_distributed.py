@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -26,8 +27,9 @@ ACCELERATE = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
 def _launch(cmd: list[str], env: dict | None = None, timeout: int = 240):
     t0 = time.perf_counter()
     base = {k: v for k, v in os.environ.items() if k != build_dist.FAIL_ENV}
-    env = {**base, "BT_BENCH_THREADS": "1", "OMP_NUM_THREADS": "1", **(env or {})}
-    res = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=timeout)
+    with tempfile.TemporaryDirectory() as tmp:  # torchrun's torchelastic_* folder goes there, not in $TMPDIR
+        env = {**base, "BT_BENCH_THREADS": "1", "OMP_NUM_THREADS": "1", "TMPDIR": tmp, **(env or {})}
+        res = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=timeout)
     return res, time.perf_counter() - t0
 
 
@@ -64,6 +66,24 @@ def test_launcher_line_is_the_documented_one():
     assert build_dist.parser().parse_args(argv) == args  # what `bt-bench build --num-processes N` forwards
     assert build_dist.launch_command(argv, 2) == TORCHRUN + MODULE + argv
     assert build_dist.launch_command(argv, 2, "accelerate") == ACCELERATE[:-2] + MODULE + argv
+
+
+# what torchrun does at every launch: a torchelastic_* log folder in $TMPDIR, never removed
+_TORCHELASTIC = [sys.executable, "-c", "import os, tempfile; d = tempfile.mkdtemp(prefix='torchelastic_'); "
+                                       "open(os.path.join(d, 'log'), 'w').write('rank 0')"]
+
+
+def test_a_launch_leaves_nothing_in_the_temp_folder(tmp_path, monkeypatch):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(build_dist, "launch_command", lambda argv, n, launcher="torchrun": _TORCHELASTIC)
+    args = build_dist.parser().parse_args(["--profile", "smoke", "--seeds", "0", "--quiet"])
+    assert build_dist.launch(args, 2) == 0
+    assert list(tmp.iterdir()) == []
+    # control: the same launcher run in the user's environment leaves its folder there
+    assert subprocess.call(_TORCHELASTIC, env={**os.environ}) == 0
+    assert [p.name[:13] for p in tmp.iterdir()] == ["torchelastic_"]
 
 
 def test_two_processes_record_every_rollout_once_in_the_one_process_structure(dist_run, smoke_run):

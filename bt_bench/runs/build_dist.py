@@ -92,7 +92,11 @@ def launch(args: argparse.Namespace, num_processes: int, launcher: str = "torchr
     """``bt-bench build --num-processes N``: run the launcher line, return its exit status."""
     if num_processes < 1:
         raise ValueError(f"--num-processes {num_processes} is invalid: allowed a positive integer")
-    return subprocess.call(launch_command(forward_argv(args), num_processes, launcher))
+    # torchrun keeps a torchelastic_* log folder in $TMPDIR per launch, never removed: the launcher gets a private
+    # temp folder, removed when it exits, so a build leaves nothing in the user's
+    with tempfile.TemporaryDirectory(prefix="bt-bench-launch-") as tmp:
+        env = {**os.environ, "TMPDIR": tmp}
+        return subprocess.call(launch_command(forward_argv(args), num_processes, launcher), env=env)
 
 
 def dist_versions(num_processes: int) -> dict[str, str]:
