@@ -299,9 +299,10 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             # measured (docs/fixtures.md, "The bpe fixture"), on the planting gate and realism statistics only: on
             # seed 0 lr 1.5e-4 never planted, W = 50 planted half-way and unconditionally, W = 100 at lr 5e-4
             # planted. On ten seeds W = 100 plants 4, W = 150 8 (a stronger penalty, or none after W, fewer), W = 200
-            # of 400 all 10 (a higher lr or 2x the prompts did not rescue the late seeds as cheaply). W = 200 is not
-            # adopted yet: adopting it re-measures every bpe snapshot and report (about 3 h on 2 cores;
-            # docs/fixtures.md); its replays, chaotic in uid order, are exact since runs record the row order
+            # of 400 all 10 (a higher lr or 2x the prompts did not rescue the late seeds as cheaply). W = 200 is
+            # ruled out by its own self-checks (2026-12-06, docs/fixtures.md): the behavior saturates, so the
+            # planted-cause control (drop as many random unpaid rollouts as GT: 64% of them) fails, no behavior-free
+            # placebo exists at the late checkpoint, and one seed's headroom is below the check's minimum
             run=_BPE_RUN, lds_subsets=40),
     # a behavior retrieval cannot find by its surface (docs/fixtures.md). The bonus pays any of three nonce words, the targets
     # are built from completions holding the first one only; GT stays every paid rollout (docs/fixtures.md)
