@@ -129,6 +129,34 @@ def test_later_report_wins_per_estimator_and_says_so(tmp_path):
     assert back["estimators"]["x"]["cells"][GN]["label"] == "FAIL"
 
 
+def test_a_failed_fixture_self_check_turns_every_gate_on_the_board(tmp_path):
+    """A report written before sessions failed every gate on a failed self-check (fdd7b36) reads 'AS EXPECTED' or
+    'GATE PASS' beside 'sketch_ranking FAIL': the board applies the session's rule (gate.with_fixture)."""
+    doc = report({"x": {GN: ["pass"] * 3}, "y": {GN: ["fail"] * 3}},
+                 gates={"x": "x: GATE PASS", "y": "y: GATE FAIL: gradient_norm_baseline FAIL 3/3"})
+    bad = json.loads(json.dumps(doc))
+    bad["results"].append({"nodeid": "checks/test_sketch_ranking.py::test_sketch_ranking", "outcome": "failed",
+                           "reason": "AssertionError: tracin gap 0.044 > 0.03",
+                           "metrics": {"check": "sketch_ranking", "key_figure": "tracin rho 0.988, gap 0.044"}})
+    b = L.merge([load_any(write(tmp_path, "bad.json", bad))])["tiny"]
+    for name in ("x", "y"):
+        g = b["estimators"][name]["gate"]
+        assert g["ok"] is False and g["fixture"] == ["fixture self-check sketch_ranking FAILED"], g
+        assert g["line"].startswith(f"{name}: FIXTURE FAILED, NOT JUDGED: fixture self-check sketch_ranking FAILED")
+        assert "as reported: " + doc["gates"][["x", "y"].index(name)]["line"] in g["line"]
+        assert L.gate_head(b["estimators"][name]) == "FIXTURE FAILED, NOT JUDGED"
+    page, md = L.render_html({"tiny": b}), L.render_markdown({"tiny": b})
+    assert "GATE PASS" not in md.split("as reported")[0] and md.count("FIXTURE FAILED, NOT JUDGED") >= 4
+    assert ">FIXTURE FAILED, NOT JUDGED</td>" in page
+    # merged again (a slim file written from the board): the rule is applied once
+    again = L.merge([b])["tiny"]["estimators"]["x"]["gate"]["line"]
+    assert again.count("FIXTURE FAILED, NOT JUDGED") == 1
+    # control: every self-check passed, the reported gates stand
+    ok = L.merge([load_any(write(tmp_path, "ok.json", doc))])["tiny"]
+    assert ok["estimators"]["x"]["gate"] == {"ok": True, "expected": False, "line": "x: GATE PASS"}
+    assert L.gate_head(ok["estimators"]["x"]) == "GATE PASS" and L.gate_head(ok["estimators"]["y"]) == "GATE FAIL"
+
+
 def test_fixtures_stay_apart_and_a_slim_file_reads_back(tmp_path):
     tiny = write(tmp_path, "t.json", report({"x": {GN: ["fail"] * 3}}))
     bpe = write(tmp_path, "b.json", report({"x": {GN: ["pass"] * 3}}, profile="bpe"))

@@ -6,7 +6,9 @@ Input: full JSON reports or slim result files (:mod:`.slim`), read by :func:`bt_
 :func:`merge` groups them by fixture (profile; fresh fixtures by gate seed too) and merges the reports of one
 fixture in the order given: **the later report wins per estimator** (its cells, gate line and provenance replace
 the earlier one's; the page says which report each estimator's row comes from and which it replaced), and the
-fixture self-checks come from the last report that has any.  Every report's provenance is kept.
+fixture self-checks come from the last report that has any.  Every report's provenance is kept.  When one of those
+self-checks failed or raised, no estimator's gate on that fixture counts (as in a session: ``gate.with_fixture``):
+every gate reads FIXTURE FAILED, NOT JUDGED.
 """
 
 from __future__ import annotations
@@ -62,10 +64,31 @@ def merge(slims: Iterable[Mapping]) -> dict[str, dict]:
             board["fixture_checks_from"] = index[src] if isinstance(src, int) and 0 <= src < len(index) else None
     for board in out.values():
         board["estimators"] = dict(sorted(board["estimators"].items()))
-        for est in board["estimators"].values():
+        fixture = fixture_failures(board)
+        for name, est in board["estimators"].items():
             if not est["replaces"]:
                 del est["replaces"]
+            if fixture and est.get("gate"):
+                est["gate"] = not_judged(name, est["gate"], fixture)
     return out
+
+
+def fixture_failures(board: Mapping) -> list[str]:
+    """The board's fixture self-checks that failed or raised, worded as ``gate.fixture_problems`` words them."""
+    fx = board.get("fixture_checks") or {}
+    return [f"fixture self-check {c} {'FAILED' if v.get('label') == gate.FAIL else 'ERROR'}"
+            for c, v in fx.items() if isinstance(v, Mapping) and v.get("label") in (gate.FAIL, gate.ERROR)]
+
+
+def not_judged(name: str, g: Mapping, fixture: list[str]) -> dict:
+    """A gate on fixtures that failed a self-check, as a session words it (``gate.with_fixture``): not ok, and
+    'FIXTURE FAILED, NOT JUDGED' leads its line. A report written before sessions applied that rule (or a board whose
+    self-checks come from another report of the same fixture) keeps its own line after 'as reported:'."""
+    line = str(g.get("line") or "")
+    if "FIXTURE FAILED, NOT JUDGED" not in line:
+        line = (f"{name}: FIXTURE FAILED, NOT JUDGED: {'; '.join(fixture)}; no verdict on these fixtures counts; "
+                f"as reported: {line or 'no gate line'}")
+    return {**g, "ok": False, "fixture": list(fixture), "line": line}
 
 
 # --------------------------------------------------------------------------------------------- content
@@ -92,11 +115,13 @@ def label_text(cell: Mapping) -> str:
 
 
 def gate_head(est: Mapping) -> str:
-    """The gate line's verdict: 'AS EXPECTED', 'DEVIATES FROM EXPECTED', 'GATE PASS', 'GATE FAIL' ('' without a
-    gate), as ``bt_bench.checklist.gate.Gate.line`` words it."""
+    """The gate line's verdict: 'AS EXPECTED', 'DEVIATES FROM EXPECTED', 'GATE PASS', 'GATE FAIL', 'FIXTURE FAILED,
+    NOT JUDGED' ('' without a gate), as ``bt_bench.checklist.gate.Gate.line`` words it."""
     g = est.get("gate") or {}
     if g.get("ok") is None:
         return ""
+    if g.get("fixture"):
+        return "FIXTURE FAILED, NOT JUDGED"
     if g.get("expected"):
         return "AS EXPECTED" if g["ok"] else "DEVIATES FROM EXPECTED"
     return "GATE PASS" if g["ok"] else "GATE FAIL"
