@@ -15,7 +15,7 @@ pytest_plugins = ["pytester"]
 # three fresh tiny seeds, about 20 minutes). Their tests go first: xdist starts each worker on a run of consecutive
 # tests, so one worker builds while the other works through the rest, instead of the build starting near the end
 # with the other core idle.
-LONG_BUILDS = ("gate_built",)
+LONG_BUILDS = ("gate_built", "paper_gate_run")
 
 
 def pytest_collection_modifyitems(config, items):
