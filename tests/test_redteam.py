@@ -261,3 +261,5 @@ def test_prepared_knowledge_fails_the_paper_gate(attack, built, paper_gate_run, 
     assert any(p.startswith("gradient_norm_baseline FAIL") for p in own_problems(g)), g
     assert lab["gradient_norm_baseline"] == "FAIL", (lab, g["line"])
     assert doc["gate_seed"]["seed"] == GATE_SEED and f"fresh fixtures of gate seed {GATE_SEED}" in out
+    # its fixtures passed the sketch-ranking screen before scoring (bt_bench.plugin.gate_draw): used as drawn
+    assert doc["gate_seed"]["drawn"] == GATE_SEED and doc["gate_seed"]["rejected"] == [], doc["gate_seed"]

@@ -47,30 +47,90 @@ def _runs_from_pack(s: Settings) -> dict:
 
 
 @pytest.fixture(scope="session")
-def bt_runs(pytestconfig, bt_settings):
+def bt_runs(pytestconfig, bt_settings, tmp_path_factory):
     """The planted runs: the first ``--bt-seeds`` seeds of 0, 1, 2, ... (of a gate's fresh fixtures: from its drawn
     first seed on, ``gate_config``) that pass the planting gate (every seed for
-    a profile whose gate does not apply), and the failed ones; with ``--bt-fixture``, the pack's."""
-    from bt_bench.runs.build import build_run, fixture_seeds
-    from bt_bench.runs.config import gate_config, get_profile, make_config
+    a profile whose gate does not apply), and the failed ones; with ``--bt-fixture``, the pack's. Fresh fixtures
+    come from the first gate seed whose fixtures pass the sketch-ranking self-check (``_fresh_runs``)."""
+    from bt_bench.runs.config import make_config
 
     if bt_settings.fixture:
         return _runs_from_pack(bt_settings)
-    cfg, first = make_config(bt_settings.profile), 0
     if bt_settings.gate_seed is not None:  # fresh fixtures (--bt-paper-gate draws the seed, --bt-gate-seed gives it)
-        cfg, first = gate_config(bt_settings.profile, bt_settings.gate_seed)
-    if bt_settings.sketch_seed:  # the same training, every sketch under another projection (another run key)
-        cfg = dataclasses.replace(cfg, sketch_seed=bt_settings.sketch_seed)
-    n = bt_settings.seeds
-    seeds = list(range(first, first + n))
-    for seed in _rotated(seeds, pytestconfig):  # warm the cache in parallel across workers
-        build_run(dataclasses.replace(cfg, seed=seed), bt_settings.cache_dir, rebuild=bt_settings.rebuild,
-                  progress=False)
-    if not get_profile(bt_settings.profile).gate_applies:
-        runs = [build_run(dataclasses.replace(cfg, seed=s), bt_settings.cache_dir, progress=False) for s in seeds]
+        return _fresh_runs(pytestconfig, bt_settings, tmp_path_factory)
+    return _planted(make_config(bt_settings.profile), 0, bt_settings, pytestconfig)
+
+
+def _planted(cfg, first: int, s: Settings, config: pytest.Config) -> dict:
+    """{"runs", "failed"}: the planted runs of ``cfg`` from seed ``first`` on (built across the workers)."""
+    from bt_bench.runs.build import build_run, fixture_seeds
+    from bt_bench.runs.config import get_profile
+
+    if s.sketch_seed:  # the same training, every sketch under another projection (another run key)
+        cfg = dataclasses.replace(cfg, sketch_seed=s.sketch_seed)
+    seeds = list(range(first, first + s.seeds))
+    for seed in _rotated(seeds, config):  # warm the cache in parallel across workers
+        build_run(dataclasses.replace(cfg, seed=seed), s.cache_dir, rebuild=s.rebuild, progress=False)
+    if not get_profile(s.profile).gate_applies:
+        runs = [build_run(dataclasses.replace(cfg, seed=x), s.cache_dir, progress=False) for x in seeds]
         return {"runs": runs, "failed": []}
-    runs, failed = fixture_seeds(cfg, n, bt_settings.cache_dir, progress=False, first=first)
+    runs, failed = fixture_seeds(cfg, s.seeds, s.cache_dir, progress=False, first=first)
     return {"runs": runs, "failed": failed}
+
+
+def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
+    """``bt_runs`` of fresh fixtures: gate seeds are tried in ``gate_draw``'s order until one's fixtures plant and
+    pass the sketch-ranking self-check (built, derived and screened before any estimator is scored); the result
+    carries ``gate`` (drawn, accepted, rejected) for the report. None passing stops the session here."""
+    from bt_bench.fixture.rank_fidelity import fixture_ranking_memo, judge
+    from bt_bench.fixture.reader import fixture_config, load_fixture
+    from bt_bench.plugin import gate_draw
+    from bt_bench.runs.config import gate_config
+    from bt_bench.runs.progress import emit
+
+    fcfg = fixture_config(s.profile, s.draws, effective_thresholds(s))
+
+    def prepare(seed: int) -> dict:
+        try:
+            out = _planted(*gate_config(s.profile, seed), s, config)
+        except RuntimeError as e:  # fixture_seeds: too few of this gate seed's runs planted
+            return {"problems": [str(e)]}
+        _derive(list(out["runs"]), fcfg, s.cache_dir, config)
+        out["fixtures"] = [load_fixture(run, fcfg, s.cache_dir) for run in out["runs"]]
+        return out
+
+    def screen(prepared: dict) -> list[str]:
+        if "problems" in prepared:
+            return prepared["problems"]
+        key = "-".join(r.key for r in prepared["runs"])
+        return _once_per_session(config, tmp_path_factory, f"gate-screen-{key}", lambda: judge(
+            [fixture_ranking_memo(fx, _stats_folder(s)) for fx in prepared["fixtures"]]))
+
+    res = gate_draw.choose(s.gate_seed, s.gate_attempts, prepare, screen, note=emit)
+    if res["accepted"] is None:
+        pytest.fail(gate_draw.none_passed(res), pytrace=False)  # every test errors with it: nothing is scored
+    return {**res["prepared"], "gate": {k: res[k] for k in ("drawn", "accepted", "rejected")}}
+
+
+def _once_per_session(config: pytest.Config, tmp_path_factory, name: str, compute):
+    """``compute()`` (a JSON value) once per session: under xdist the first worker computes it under a lock in the
+    controller's base temp folder (removed with it at the end) and the others read it, so every worker takes the
+    same decision; without xdist, computed."""
+    import fcntl
+    import json
+
+    if not hasattr(config, "workerinput"):
+        return compute()
+    folder = Path(tmp_path_factory.getbasetemp()).parent / "bt-bench-session"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():
+            return json.loads(path.read_text())["value"]
+        value = compute()
+        path.write_text(json.dumps({"value": value}))
+        return value
 
 
 @pytest.fixture(scope="session")
@@ -89,8 +149,11 @@ def bt_suite(pytestconfig, bt_runs, bt_settings):
                      norm_variant=get_profile(bt_settings.profile).norm_variant,
                      lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0,
                      score_cache=_score_cache(bt_settings), stats_folder=_stats_folder(bt_settings))
-    _derive(list(runs), fcfg, bt_settings.cache_dir, pytestconfig)
-    fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]
+    if "fixtures" in bt_runs:  # fresh fixtures: derived and loaded when their gate seed was screened
+        fixtures = bt_runs["fixtures"]
+    else:
+        _derive(list(runs), fcfg, bt_settings.cache_dir, pytestconfig)
+        fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]
     return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
                  norm_variant=get_profile(bt_settings.profile).norm_variant,
                  lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0,

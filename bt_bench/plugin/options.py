@@ -44,6 +44,9 @@ class Settings:
                                    False)
     gate_seed: int | None = _help("build fresh fixtures from this seed (run seeds, base model, nonce trigger and "
                                   "behavior strings); --bt-paper-gate draws one when it is not given", None)
+    gate_attempts: int = _help("how many gate seeds (the drawn one, then seeds derived from it) a session on fresh "
+                               "fixtures tries until one's fixtures pass the sketch-ranking self-check "
+                               "(bt_bench.plugin.gate_draw)", 6)
     sketch_seed: int = _help("sketch seed of the fixtures' runs (RunConfig.sketch_seed): every sketch, in-run and "
                              "derived, under another random projection; the draws are also judged under the next "
                              "ones (FixtureConfig.sketch_seeds)", 0)
@@ -60,10 +63,10 @@ class Settings:
 
         if self.profile not in PROFILES:
             raise ValueError(f"profile: {self.profile!r} is unknown; use one of {sorted(PROFILES)} (--bt-profile)")
-        for name in ("seeds", "draws"):
+        for name in ("seeds", "draws", "gate_attempts"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name}: must be an integer >= 1, got {v!r} (--bt-{name})")
+                raise ValueError(f"{name}: must be an integer >= 1, got {v!r} (--bt-{name.replace('_', '-')})")
         if not all(isinstance(e, str) and e for e in self.estimators):
             raise ValueError(f"estimators: names must be non-empty strings, got {self.estimators!r} (--bt-estimator)")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout >= 0:
@@ -130,6 +133,9 @@ _OPTIONS = {  # name: (type, help)
     "gate-seed": (int, "build fresh fixtures from this seed: run seeds, the embedded base model, and its trigger and "
                        "behavior as nonce strings drawn with the profile's token lengths. --bt-paper-gate draws it at "
                        "gate time and reports it; pass it to reproduce that gate run exactly"),
+    "gate-attempts": (int, "fresh fixtures (--bt-paper-gate, --bt-gate-seed): how many gate seeds to try, the given "
+                           "or drawn one and then seeds derived from it, until one's fixtures pass the sketch-ranking "
+                           "self-check, before any estimator is scored; every rejected seed is reported (default 6)"),
     "paper-gate": (bool, "refuse to run with thresholds that differ from the checklist's defaults (and with a "
                          "profile that relaxes them, e.g. smoke), with fewer seeds or draws than the defaults, and "
                          "with any test selection (-k, -m, --deselect, --ignore, node ids or paths inside the checks "

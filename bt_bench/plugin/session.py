@@ -150,9 +150,17 @@ class BtSession:
             return {}
         from bt_bench.runs.config import gate_config
 
-        cfg, first = gate_config(s.profile, s.gate_seed)
-        return {"gate_seed": {"seed": s.gate_seed, "first_run_seed": first, "trigger": cfg.trigger,
-                              "behavior": cfg.behavior, "reproduce": f"--bt-gate-seed {s.gate_seed}"}}
+        # the gate seed whose fixtures were judged: the drawn one, or one drawn after it when the drawn one's fixtures
+        # failed the sketch-ranking screen (bt_bench.plugin.gate_draw; the planting self-check records it)
+        draw = next((r["metrics"]["gate_draw"] for r in self.results if (r.get("metrics") or {}).get("gate_draw")),
+                    None)
+        seed = draw["accepted"] if draw else s.gate_seed
+        cfg, first = gate_config(s.profile, seed)
+        out = {"seed": seed, "first_run_seed": first, "trigger": cfg.trigger, "behavior": cfg.behavior,
+               "reproduce": f"--bt-gate-seed {seed}"}
+        if draw:
+            out |= {"drawn": draw["drawn"], "rejected": draw["rejected"]}
+        return {"gate_seed": out}
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
         if self.worker:
@@ -187,6 +195,9 @@ class BtSession:
         origin = self.fixture_origin()
         if "gate_seed" in origin:
             g = origin["gate_seed"]
+            for r in g.get("rejected") or []:
+                terminalreporter.write_line(f"gate seed {r['seed']} not judged: its fixtures fail the sketch-ranking "
+                                            f"self-check ({'; '.join(r['problems'])})")
             terminalreporter.write_line(f"fresh fixtures of gate seed {g['seed']}: run seeds from {g['first_run_seed']}, "
                                         f"trigger {g['trigger']!r}, behavior {g['behavior']!r} (reproduce: "
                                         f"{g['reproduce']})")
