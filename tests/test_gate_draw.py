@@ -118,6 +118,9 @@ def test_rejected_gate_seeds_are_redrawn_once_for_every_worker_and_reported(pyte
     assert sorted(x["screened"] for x in screened) == sorted(gate_config("tiny", s)[1] for s in seeds[:3])
     r.stdout.fnmatch_lines([f"*gate seed {seeds[0]} not judged: its fixtures fail the sketch-ranking self-check*",
                             f"*fresh fixtures of gate seed {seeds[2]}*"])
+    # while it works: one progress line per rejection (from one worker), naming the next attempt
+    said = r.stdout.str().count(f"gate seed {seeds[0]}: its fixtures fail the sketch-ranking self-check")
+    assert said == 1 and f"drawing gate seed {seeds[1]} (attempt 2 of 6)" in r.stdout.str(), r.stdout.str()[-3000:]
     assert r.ret == 0
 
 

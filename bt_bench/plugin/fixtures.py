@@ -106,7 +106,8 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
         return _once_per_session(config, tmp_path_factory, f"gate-screen-{key}", lambda: judge(
             [fixture_ranking_memo(fx, _stats_folder(s)) for fx in prepared["fixtures"]]))
 
-    res = gate_draw.choose(s.gate_seed, s.gate_attempts, prepare, screen, note=emit)
+    quiet = worker_index(config) != 0  # every worker takes the same decision; one of them says so
+    res = gate_draw.choose(s.gate_seed, s.gate_attempts, prepare, screen, note=(lambda line: None) if quiet else emit)
     if res["accepted"] is None:
         pytest.fail(gate_draw.none_passed(res), pytrace=False)  # every test errors with it: nothing is scored
     return {**res["prepared"], "gate": {k: res[k] for k in ("drawn", "accepted", "rejected")}}
