@@ -62,8 +62,12 @@ from bt_bench.plugin.gate_draw import attempt_seeds
 LOG = os.environ["LOG"]
 BAD = attempt_seeds(int(os.environ["DRAWN"]), 8)[: int(os.environ["REJECT"])]
 
-def _planted(cfg, first, s, config):  # a gate seed's "runs": one fake run named by its first run seed
-    return {"runs": [types.SimpleNamespace(key=f"run{first}", gate_first=first)], "failed": []}
+def _planted(cfg, first, s, config):  # a gate seed's "runs": one fake run named by its first run seed, a folder each
+    from pathlib import Path
+    from bt_bench.runs.store import cache_root
+    path = cache_root(s.cache_dir) / "runs" / f"run{first}"
+    (path / "checkpoints").mkdir(parents=True, exist_ok=True)
+    return {"runs": [types.SimpleNamespace(key=f"run{first}", gate_first=first, path=path)], "failed": []}
 
 def _ranking(fx, folder=None):
     with open(LOG, "a") as f:
@@ -78,7 +82,12 @@ def _judge(reports):
 
 F._planted = _planted
 F._derive = lambda runs, fcfg, cache_dir, config: None
-reader.load_fixture = lambda run, fcfg, cache_dir: types.SimpleNamespace(first=run.gate_first)
+def _load(run, fcfg, cache_dir):
+    folder = run.path.parent.parent / "derived" / run.key
+    folder.mkdir(parents=True, exist_ok=True)
+    return types.SimpleNamespace(first=run.gate_first, folder=folder)
+
+reader.load_fixture = _load
 rf.fixture_ranking_memo, rf.judge = _ranking, _judge
 '''
 
@@ -116,6 +125,11 @@ def test_rejected_gate_seeds_are_redrawn_once_for_every_worker_and_reported(pyte
     # each attempt screened once although two workers built it (the decision is shared, so they agree)
     from bt_bench.runs.config import gate_config
     assert sorted(x["screened"] for x in screened) == sorted(gate_config("tiny", s)[1] for s in seeds[:3])
+    # the rejected attempts' runs and derived data left the cache once both workers were done with them
+    firsts = [gate_config("tiny", s)[1] for s in seeds[:3]]
+    cache = tmp_path / "cache"
+    assert [(cache / "runs" / f"run{f}").exists() for f in firsts] == [False, False, True]
+    assert [(cache / "derived" / f"run{f}").exists() for f in firsts] == [False, False, True]
     r.stdout.fnmatch_lines([f"*gate seed {seeds[0]} not judged: its fixtures fail the sketch-ranking self-check*",
                             f"*fresh fixtures of gate seed {seeds[2]}*"])
     # while it works: one progress line per rejection (from one worker), naming the next attempt
@@ -128,6 +142,8 @@ def test_a_drawn_seed_that_passes_is_used_as_drawn(pytester, tmp_path, monkeypat
     """Control: nothing rejected, the report's seed is the drawn one."""
     r, doc, screened = _session(pytester, tmp_path, monkeypatch, 31, 0, "-p", "no:xdist")
     assert doc["gate_seed"]["seed"] == 31 and doc["gate_seed"]["rejected"] == [] and len(screened) == 1
+    from bt_bench.runs.config import gate_config
+    assert (tmp_path / "cache" / "derived" / f"run{gate_config('tiny', 31)[1]}").is_dir()  # the judged one stays
 
 
 def test_no_passing_attempt_stops_the_session_before_scoring(pytester, tmp_path, monkeypatch):
@@ -135,6 +151,7 @@ def test_no_passing_attempt_stops_the_session_before_scoring(pytester, tmp_path,
     assert r.ret != 0 and len(screened) == 3
     r.stdout.fnmatch_lines(["*no fresh fixtures the sketch resolves: all 3 gate seeds drawn from 31 fail*"])
     assert r.parseoutcomes().get("errors") == 2  # both tests: their fixture failed, nothing ran
+    assert not list((tmp_path / "cache" / "runs").iterdir())  # no attempt's data stays behind
 
 
 @pytest.mark.parametrize("bad", ["0", "-2"])

@@ -104,7 +104,8 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
             return prepared["problems"]
         key = "-".join(r.key for r in prepared["runs"])
         return _once_per_session(config, tmp_path_factory, f"gate-screen-{key}", lambda: judge(
-            [fixture_ranking_memo(fx, _stats_folder(s)) for fx in prepared["fixtures"]]))
+            [fixture_ranking_memo(fx, _stats_folder(s)) for fx in prepared["fixtures"]]),
+            then=lambda problems: _discard(prepared, s) if problems else None)
 
     quiet = worker_index(config) != 0  # every worker takes the same decision; one of them says so
     res = gate_draw.choose(s.gate_seed, s.gate_attempts, prepare, screen, note=(lambda line: None) if quiet else emit)
@@ -113,25 +114,50 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
     return {**res["prepared"], "gate": {k: res[k] for k in ("drawn", "accepted", "rejected")}}
 
 
-def _once_per_session(config: pytest.Config, tmp_path_factory, name: str, compute):
+def _once_per_session(config: pytest.Config, tmp_path_factory, name: str, compute, then=None):
     """``compute()`` (a JSON value) once per session: under xdist the first worker computes it under a lock in the
     controller's base temp folder (removed with it at the end) and the others read it, so every worker takes the
-    same decision; without xdist, computed."""
+    same decision; without xdist, computed. ``then(value)`` runs once, after every worker has it (by the last one to
+    read it, under the lock)."""
     import fcntl
     import json
 
     if not hasattr(config, "workerinput"):
-        return compute()
+        value = compute()
+        if then is not None:
+            then(value)
+        return value
     folder = Path(tmp_path_factory.getbasetemp()).parent / "bt-bench-session"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
+    path, readers = folder / f"{name}.json", folder / f"{name}.readers"
     with open(folder / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.is_file():
-            return json.loads(path.read_text())["value"]
-        value = compute()
-        path.write_text(json.dumps({"value": value}))
+            value = json.loads(path.read_text())["value"]
+        else:
+            value = compute()
+            path.write_text(json.dumps({"value": value}))
+        count = (int(readers.read_text()) if readers.is_file() else 0) + 1
+        readers.write_text(str(count))
+        if then is not None and count == int(config.workerinput.get("workercount", 1)):
+            then(value)
         return value
+
+
+def _discard(prepared: dict, s: Settings) -> None:
+    """A rejected gate seed's runs (planted or not) and derived data leave the cache: nothing reads them again (the
+    report names the seed judged, not these), and each tiny attempt holds about 8 GB (three derived fixtures of
+    2.3 GB, four runs of 0.4 GB): six attempts would fill a small disk."""
+    import shutil
+
+    from bt_bench.runs.store import cache_root, run_dir
+
+    root = cache_root(s.cache_dir)
+    folders = ([Path(fx.folder) for fx in prepared.get("fixtures", [])] + [Path(r.path) for r in prepared["runs"]]
+               + [run_dir(root, f["key"]) for f in prepared.get("failed", [])])
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+        Path(f"{folder}.lock").unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")
