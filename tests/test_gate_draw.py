@@ -62,9 +62,24 @@ from bt_bench.plugin.gate_draw import attempt_seeds
 LOG = os.environ["LOG"]
 BAD = attempt_seeds(int(os.environ["DRAWN"]), 8)[: int(os.environ["REJECT"])]
 
-def _planted(cfg, first, s, config):  # a gate seed's "runs": one fake run named by its first run seed, a folder each
-    from pathlib import Path
+_AT = os.environ.get("UNPLANTED_AT")
+UNPLANTED = [attempt_seeds(int(os.environ["DRAWN"]), 8)[int(_AT)]] if _AT else []  # attempts whose runs do not plant
+
+def _tried(cfg, first, s):  # the runs a failed planting tried: two fake folders
     from bt_bench.runs.store import cache_root
+    out = []
+    for x in (first, first + 1):
+        path = cache_root(s.cache_dir) / "runs" / f"tried{x}"
+        path.mkdir(parents=True, exist_ok=True)
+        out.append(types.SimpleNamespace(key=f"tried{x}", path=path))
+    return out
+
+def _planted(cfg, first, s, config):  # a gate seed's "runs": one fake run named by its first run seed, a folder each
+    from bt_bench.runs.config import gate_config
+    from bt_bench.runs.store import cache_root
+    if any(gate_config("tiny", g)[1] == first for g in UNPLANTED):
+        _tried(cfg, first, s)
+        raise RuntimeError("only 1 of 9 seeds from %d on planted (need 3) (fake)" % first)
     path = cache_root(s.cache_dir) / "runs" / f"run{first}"
     (path / "checkpoints").mkdir(parents=True, exist_ok=True)
     return {"runs": [types.SimpleNamespace(key=f"run{first}", gate_first=first, path=path)], "failed": []}
@@ -80,7 +95,7 @@ def _judge(reports):
     return [f"tracin: median Spearman 0.5 < 0.95 (fake, run seed {r['first']})" for r in reports
             if r["first"] in bad_firsts]
 
-F._planted = _planted
+F._planted, F._tried_runs = _planted, _tried
 F._derive = lambda runs, fcfg, cache_dir, config: None
 def _load(run, fcfg, cache_dir):
     folder = run.path.parent.parent / "derived" / run.key
@@ -102,12 +117,12 @@ def test_other(bt_runs):
 '''
 
 
-def _session(pytester, tmp_path, monkeypatch, drawn: int, reject: int, *args):
+def _session(pytester, tmp_path, monkeypatch, drawn: int, reject: int, *args, unplanted_at: int | None = None):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_gate_fake=TESTS)
     log = tmp_path / "screened.jsonl"
-    for k, v in (("LOG", log), ("DRAWN", drawn), ("REJECT", reject)):
-        monkeypatch.setenv(k, str(v))
+    for k, v in (("LOG", log), ("DRAWN", drawn), ("REJECT", reject), ("UNPLANTED_AT", unplanted_at)):
+        monkeypatch.setenv(k, "" if v is None else str(v))
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test may itself run on a worker
     report = tmp_path / "r.json"
     r = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--bt-gate-seed", str(drawn), "--bt-report",
@@ -144,6 +159,21 @@ def test_a_drawn_seed_that_passes_is_used_as_drawn(pytester, tmp_path, monkeypat
     assert doc["gate_seed"]["seed"] == 31 and doc["gate_seed"]["rejected"] == [] and len(screened) == 1
     from bt_bench.runs.config import gate_config
     assert (tmp_path / "cache" / "derived" / f"run{gate_config('tiny', 31)[1]}").is_dir()  # the judged one stays
+
+
+def test_a_gate_seed_whose_runs_do_not_plant_is_redrawn_and_its_runs_removed(pytester, tmp_path, monkeypatch):
+    r, doc, screened = _session(pytester, tmp_path, monkeypatch, 31, 0, "-p", "no:xdist", unplanted_at=0)
+    seeds = attempt_seeds(31, 6)
+    g = doc["gate_seed"]
+    assert g["seed"] == seeds[1] and [x["seed"] for x in g["rejected"]] == [seeds[0]], g
+    assert "only 1 of 9 seeds" in g["rejected"][0]["problems"][0] and len(screened) == 1  # nothing derived for it
+    assert sorted(p.name for p in (tmp_path / "cache" / "runs").iterdir()) == [f"run{gate_config_first(seeds[1])}"]
+
+
+def gate_config_first(seed: int) -> int:
+    from bt_bench.runs.config import gate_config
+
+    return gate_config("tiny", seed)[1]
 
 
 def test_no_passing_attempt_stops_the_session_before_scoring(pytester, tmp_path, monkeypatch):

@@ -91,27 +91,39 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
     fcfg = fixture_config(s.profile, s.draws, effective_thresholds(s))
 
     def prepare(seed: int) -> dict:
+        cfg, first = gate_config(s.profile, seed)
         try:
-            out = _planted(*gate_config(s.profile, seed), s, config)
-        except RuntimeError as e:  # fixture_seeds: too few of this gate seed's runs planted
-            return {"problems": [str(e)]}
+            out = _planted(cfg, first, s, config)
+        except RuntimeError as e:  # fixture_seeds: too few of this gate seed's runs planted (every seed tried is built)
+            return {"problems": [str(e)], "runs": _tried_runs(cfg, first, s), "key": f"unplanted-{seed}"}
         _derive(list(out["runs"]), fcfg, s.cache_dir, config)
         out["fixtures"] = [load_fixture(run, fcfg, s.cache_dir) for run in out["runs"]]
         return out
 
     def screen(prepared: dict) -> list[str]:
         if "problems" in prepared:
-            return prepared["problems"]
-        key = "-".join(r.key for r in prepared["runs"])
-        return _once_per_session(config, tmp_path_factory, f"gate-screen-{key}", lambda: judge(
-            [fixture_ranking_memo(fx, _stats_folder(s)) for fx in prepared["fixtures"]]),
-            then=lambda problems: _discard(prepared, s) if problems else None)
+            def compute():
+                return prepared["problems"]
+        else:
+            def compute():
+                return judge([fixture_ranking_memo(fx, _stats_folder(s)) for fx in prepared["fixtures"]])
+        key = prepared.get("key") or "-".join(r.key for r in prepared["runs"])
+        return _once_per_session(config, tmp_path_factory, f"gate-screen-{key}", compute,
+                                 then=lambda problems: _discard(prepared, s) if problems else None)
 
     quiet = worker_index(config) != 0  # every worker takes the same decision; one of them says so
     res = gate_draw.choose(s.gate_seed, s.gate_attempts, prepare, screen, note=(lambda line: None) if quiet else emit)
     if res["accepted"] is None:
         pytest.fail(gate_draw.none_passed(res), pytrace=False)  # every test errors with it: nothing is scored
     return {**res["prepared"], "gate": {k: res[k] for k in ("drawn", "accepted", "rejected")}}
+
+
+def _tried_runs(cfg, first: int, s: Settings) -> list:
+    """The runs ``fixture_seeds`` tried from ``first`` on (all built before it gave up: read from the cache)."""
+    from bt_bench.runs.build import TRIES_PER_SEED, build_run
+
+    return [build_run(dataclasses.replace(cfg, seed=x), s.cache_dir, progress=False)
+            for x in range(first, first + TRIES_PER_SEED * s.seeds)]
 
 
 def _once_per_session(config: pytest.Config, tmp_path_factory, name: str, compute, then=None):

@@ -173,12 +173,15 @@ def _train_into(cfg: RunConfig, root: Path, key: str, vers: dict, tmp: Path, pro
     store.write_json(tmp / store.MANIFEST, manifest)
 
 
+TRIES_PER_SEED = 3  # fixture_seeds tries up to this many seeds per planted seed asked for
+
+
 def fixture_seeds(cfg: RunConfig, n_seeds: int, root=None, max_tries: int | None = None, rebuild: bool = False,
                   progress: bool = True, first: int = 0) -> tuple[list[store.Run], list[dict]]:
     """The first ``n_seeds`` seeds of first, first + 1, ... whose run passes the planting gate, and the failed ones
     (seed + gate reason) to list in every report (``first`` is drawn by a paper gate: ``config.gate_config``)."""
     planted, failed = [], []
-    max_tries = max_tries or 3 * n_seeds
+    max_tries = max_tries or TRIES_PER_SEED * n_seeds
     for seed in range(first, first + max_tries):
         run = build_run(dataclasses.replace(cfg, seed=seed), root, rebuild=rebuild, progress=progress)
         if run.planted:
