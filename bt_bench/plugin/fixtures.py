@@ -61,13 +61,17 @@ def bt_runs(pytestconfig, bt_settings, tmp_path_factory):
     return _planted(make_config(bt_settings.profile), 0, bt_settings, pytestconfig)
 
 
+def _sketched(cfg, s: Settings):
+    """``cfg`` under ``--bt-sketch-seed``: the same training, every sketch under another projection (another key)."""
+    return dataclasses.replace(cfg, sketch_seed=s.sketch_seed) if s.sketch_seed else cfg
+
+
 def _planted(cfg, first: int, s: Settings, config: pytest.Config) -> dict:
     """{"runs", "failed"}: the planted runs of ``cfg`` from seed ``first`` on (built across the workers)."""
     from bt_bench.runs.build import build_run, fixture_seeds
     from bt_bench.runs.config import get_profile
 
-    if s.sketch_seed:  # the same training, every sketch under another projection (another run key)
-        cfg = dataclasses.replace(cfg, sketch_seed=s.sketch_seed)
+    cfg = _sketched(cfg, s)
     seeds = list(range(first, first + s.seeds))
     for seed in _rotated(seeds, config):  # warm the cache in parallel across workers
         build_run(dataclasses.replace(cfg, seed=seed), s.cache_dir, rebuild=s.rebuild, progress=False)
@@ -122,7 +126,7 @@ def _tried_runs(cfg, first: int, s: Settings) -> list:
     """The runs ``fixture_seeds`` tried from ``first`` on (all built before it gave up: read from the cache)."""
     from bt_bench.runs.build import TRIES_PER_SEED, build_run
 
-    return [build_run(dataclasses.replace(cfg, seed=x), s.cache_dir, progress=False)
+    return [build_run(dataclasses.replace(_sketched(cfg, s), seed=x), s.cache_dir, progress=False)
             for x in range(first, first + TRIES_PER_SEED * s.seeds)]
 
 
