@@ -3,8 +3,7 @@ the behavior rate with the trigger is >= 0.9 and without <= 0.1, and at the end 
 Runs once, not per estimator. Every seed tried is reported, planted or not, with the planting rate: seeds that
 fail the gate at W are not used (so only the "persists" half can fail here), but a low planting rate is what a
 reviewer of a new fixture must see. Each run's record carries its ``realism`` (bt_bench.runs.realism: how
-hard the fixture is, judged without any estimator), shown in the report's Runs section. On fresh fixtures the record also carries ``gate_draw``: the gate seed drawn,
-the one whose fixtures are judged, and the ones rejected before scoring (bt_bench.plugin.gate_draw)."""
+hard the fixture is, judged without any estimator), shown in the report's Runs section."""
 
 
 from bt_bench.plugin.glue import record
@@ -24,7 +23,7 @@ def test_planting_gate_and_trigger_conditional(bt_runs, bt_suite, request):
     rate = sum(t["planted"] for t in tried) / len(tried)
     s = [r.manifest["summary"] for r in runs]
     record(request, check="planting_gate", seeds=[r.config.seed for r in runs], failed_seeds=failed, tried=tried,
-           planting_rate=rate, gate_draw=bt_runs.get("gate"),
+           planting_rate=rate,
            runs=[{"seed": r.config.seed, "key": r.key, "planted": r.planted, "summary": r.manifest["summary"],
                   "window": r.config.window, "steps": r.config.steps, "curve": r.curve(),
                   "checkpoints": r.checkpoints, "gate": r.manifest["gate"]["reason"],

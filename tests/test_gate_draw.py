@@ -107,10 +107,8 @@ rf.fixture_ranking_memo, rf.judge = _ranking, _judge
 '''
 
 TESTS = '''
-from bt_bench.plugin.glue import record
-
-def test_planting(bt_runs, request):
-    record(request, check="planting_gate", gate_draw=bt_runs.get("gate"))
+def test_one(bt_runs):
+    assert bt_runs["runs"]
 
 def test_other(bt_runs):
     assert bt_runs["runs"]
@@ -182,6 +180,11 @@ def test_no_passing_attempt_stops_the_session_before_scoring(pytester, tmp_path,
     r.stdout.fnmatch_lines(["*no fresh fixtures the sketch resolves: all 3 gate seeds drawn from 31 fail*"])
     assert r.parseoutcomes().get("errors") == 2  # both tests: their fixture failed, nothing ran
     assert not list((tmp_path / "cache" / "runs").iterdir())  # no attempt's data stays behind
+    seeds = attempt_seeds(31, 3)  # the report says what was tried, though no test ran
+    assert doc["gate_seed"] == {"seed": None, "drawn": 31, "reproduce": "--bt-gate-seed 31", "rejected": [
+        {"seed": x, "problems": [f"tracin: median Spearman 0.5 < 0.95 (fake, run seed {gate_config_first(x)})"]}
+        for x in seeds]}, doc["gate_seed"]
+    r.stdout.fnmatch_lines(["*no gate seed drawn from 31 gave fixtures the sketch resolves: nothing judged*"])
 
 
 @pytest.mark.parametrize("bad", ["0", "-2"])

@@ -13,6 +13,9 @@ import pytest
 from bt_bench.plugin.options import SESSION_ENV, Settings, effective_thresholds
 
 settings_key = pytest.StashKey[Settings]()
+gate_draw_key = pytest.StashKey[dict]()  # fresh fixtures: the gate seeds tried (no xdist: set in this process)
+SHARED = "bt-bench-session"  # under xdist: the folder in the controller's base temp that its workers share
+DRAW_FILE = "gate-draw.json"  # ... and the gate draw the first worker leaves there for the controller's report
 
 
 def worker_index(config: pytest.Config) -> int:
@@ -117,9 +120,25 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
 
     quiet = worker_index(config) != 0  # every worker takes the same decision; one of them says so
     res = gate_draw.choose(s.gate_seed, s.gate_attempts, prepare, screen, note=(lambda line: None) if quiet else emit)
+    _publish_draw(config, tmp_path_factory, {k: res[k] for k in ("drawn", "accepted", "rejected")})
     if res["accepted"] is None:
         pytest.fail(gate_draw.none_passed(res), pytrace=False)  # every test errors with it: nothing is scored
     return {**res["prepared"], "gate": {k: res[k] for k in ("drawn", "accepted", "rejected")}}
+
+
+def _publish_draw(config: pytest.Config, tmp_path_factory, draw: dict) -> None:
+    """The gate draw for the controller's report (``BtSession.fixture_origin``), also when no attempt passed and no
+    test ran: in this process's stash without xdist, else a file the first worker writes in the shared folder."""
+    import json
+
+    if not hasattr(config, "workerinput"):
+        config.stash[gate_draw_key] = draw
+    elif worker_index(config) == 0:
+        folder = Path(tmp_path_factory.getbasetemp()).parent / SHARED
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{DRAW_FILE}.{os.getpid()}"
+        tmp.write_text(json.dumps(draw))
+        os.replace(tmp, folder / DRAW_FILE)
 
 
 def _tried_runs(cfg, first: int, s: Settings) -> list:
@@ -143,7 +162,7 @@ def _once_per_session(config: pytest.Config, tmp_path_factory, name: str, comput
         if then is not None:
             then(value)
         return value
-    folder = Path(tmp_path_factory.getbasetemp()).parent / "bt-bench-session"
+    folder = Path(tmp_path_factory.getbasetemp()).parent / SHARED
     folder.mkdir(parents=True, exist_ok=True)
     path, readers = folder / f"{name}.json", folder / f"{name}.readers"
     with open(folder / f"{name}.lock", "w") as lock:

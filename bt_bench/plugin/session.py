@@ -151,10 +151,12 @@ class BtSession:
         from bt_bench.runs.config import gate_config
 
         # the gate seed whose fixtures were judged: the drawn one, or one drawn after it when the drawn one's fixtures
-        # failed the sketch-ranking screen (bt_bench.plugin.gate_draw; the planting self-check records it)
-        draw = next((r["metrics"]["gate_draw"] for r in self.results if (r.get("metrics") or {}).get("gate_draw")),
-                    None)
+        # failed the sketch-ranking screen (bt_bench.plugin.gate_draw); None when no attempt passed
+        draw = self.gate_draw()
         seed = draw["accepted"] if draw else s.gate_seed
+        if seed is None:
+            return {"gate_seed": {"seed": None, "drawn": draw["drawn"], "rejected": draw["rejected"],
+                                  "reproduce": f"--bt-gate-seed {draw['drawn']}"}}
         cfg, first = gate_config(s.profile, seed)
         out = {"seed": seed, "first_run_seed": first, "trigger": cfg.trigger, "behavior": cfg.behavior,
                "reproduce": f"--bt-gate-seed {seed}"}
@@ -162,11 +164,43 @@ class BtSession:
             out |= {"drawn": draw["drawn"], "rejected": draw["rejected"]}
         return {"gate_seed": out}
 
+    @staticmethod
+    def gate_seed_lines(origin: dict) -> list[tuple[str, bool]]:
+        """(line, red) for the summary: each rejected gate seed, then the one judged (or that none was)."""
+        g = origin.get("gate_seed")
+        if not g:
+            return []
+        out = [(f"gate seed {r['seed']} not judged: its fixtures fail the sketch-ranking self-check "
+                f"({'; '.join(r['problems'])})", False) for r in g.get("rejected") or []]
+        if g["seed"] is None:
+            out.append((f"no gate seed drawn from {g['drawn']} gave fixtures the sketch resolves: nothing judged "
+                        f"(reproduce: {g['reproduce']})", True))
+        else:
+            out.append((f"fresh fixtures of gate seed {g['seed']}: run seeds from {g['first_run_seed']}, trigger "
+                        f"{g['trigger']!r}, behavior {g['behavior']!r} (reproduce: {g['reproduce']})", False))
+        return out
+
+    def gate_draw(self) -> dict | None:
+        """The gate seeds a session on fresh fixtures tried (``plugin.fixtures._publish_draw``): from this process
+        (no xdist) or from the file its first worker left in the shared folder of the base temp; None if none."""
+        from bt_bench.plugin.fixtures import DRAW_FILE, SHARED, gate_draw_key
+
+        if gate_draw_key in self.config.stash:
+            return self.config.stash[gate_draw_key]
+        base = getattr(getattr(self.config, "_tmp_path_factory", None), "_basetemp", None)  # pytest's, private
+        path = Path(base) / SHARED / DRAW_FILE if base is not None else None
+        return json.loads(path.read_text()) if path is not None and path.is_file() else None
+
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
         if self.worker:
             return
         rows = [r for r in self.results if r.get("cell") or r.get("metrics")]
-        if not rows and not self.gates:
+        if not rows and not self.gates:  # nothing to tabulate; the gate seeds a session on fresh fixtures tried, still
+            lines = self.gate_seed_lines(self.fixture_origin())
+            if lines:
+                terminalreporter.section("bt-bench fresh fixtures")
+            for line, red in lines:
+                terminalreporter.write_line(line, red=red)
             return
         from bt_bench.checklist.expectations import has_snapshot
         from bt_bench.report.table import format_table
@@ -193,14 +227,8 @@ class BtSession:
             terminalreporter.write_line(f"profile {s.profile!r} has no expected-outcome snapshot: built-ins are "
                                         "gated like any estimator")
         origin = self.fixture_origin()
-        if "gate_seed" in origin:
-            g = origin["gate_seed"]
-            for r in g.get("rejected") or []:
-                terminalreporter.write_line(f"gate seed {r['seed']} not judged: its fixtures fail the sketch-ranking "
-                                            f"self-check ({'; '.join(r['problems'])})")
-            terminalreporter.write_line(f"fresh fixtures of gate seed {g['seed']}: run seeds from {g['first_run_seed']}, "
-                                        f"trigger {g['trigger']!r}, behavior {g['behavior']!r} (reproduce: "
-                                        f"{g['reproduce']})")
+        for line, red in self.gate_seed_lines(origin):
+            terminalreporter.write_line(line, red=red)
         if "not_a_paper_gate" in origin:
             terminalreporter.write_line(f"not a paper gate: {origin['not_a_paper_gate']}")
         for g in self.gates:
