@@ -47,7 +47,7 @@ def replay_settings(ev, path: str, report: str | None) -> dict:
     return {"estimators": list(ev.estimators()), "profile": "replay", "seeds": len(seeds), "draws": draws,
             "cache_dir": None, "rebuild": False, "report": report, "evidence": str(path), "fixture": None,
             "strict": False, "paper_gate": False, "lds": False, "causal_all_seeds": False, "timeout": None, "isolation": None,
-            "rescore": False, "gate_seed": None, "sketch_seed": None, "thresholds": {}}  # nothing is called, nothing is isolated, nothing is built
+            "rescore": False, "gate_seed": None, "gate_attempts": None, "sketch_seed": None, "thresholds": {}}  # nothing is called, nothing is isolated, nothing is built
 
 
 def replay_main(argv: Sequence[str] | None = None) -> int:
