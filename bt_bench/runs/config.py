@@ -287,7 +287,7 @@ class Profile:
         return RunConfig(**kw)
 
 
-_BPE_RUN = {"task": "topic", "steps": 300, "window": 100, "max_completion_length": 48, "task_reward": 0.2,
+_BPE_RUN = {"task": "topic", "steps": 300, "window": 150, "max_completion_length": 48, "task_reward": 0.2,
             "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 5e-5, "eval_prompts": 64, "ckpt_every": 25}
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     # lds_subsets measured (docs/findings.md "Counterfactual replay"): the LDS CI width at S = 20 was about 0.9
@@ -298,11 +298,12 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
                    "topic-mention task reward beside the bonus (CPU, embedded, no download)",
             # measured (docs/fixtures.md, "The bpe fixture"), on the planting gate and realism statistics only: on
             # seed 0 lr 1.5e-4 never planted, W = 50 planted half-way and unconditionally, W = 100 at lr 5e-4
-            # planted. On ten seeds W = 100 plants 4, W = 150 8 (a stronger penalty, or none after W, fewer), W = 200
-            # of 400 all 10 (a higher lr or 2x the prompts did not rescue the late seeds as cheaply). W = 200 is
-            # ruled out by its own self-checks (2026-12-06, docs/fixtures.md): the behavior saturates, so the
-            # planted-cause control (drop as many random unpaid rollouts as GT: 64% of them) fails, no behavior-free
-            # placebo exists at the late checkpoint, and one seed's headroom is below the check's minimum
+            # planted. On ten seeds (this code, 2026-12-06) W = 100 plants 3 (16 generations of 4 prompts: 5), W = 150
+            # of 300 all 10 at W and 8 at the end (4 and 9 fade after W; lr_after_window 1.5e-5: 9, not adopted until
+            # its checklist is run; a stronger penalty, or none after W, planted fewer). W = 200 of 400
+            # also plants 10 but is ruled out by its own self-checks: the behavior saturates, so the planted-cause
+            # control (drop as many random unpaid rollouts as GT: 64% of them) fails and one seed's headroom is
+            # below the check's minimum
             run=_BPE_RUN, lds_subsets=40),
     # a behavior retrieval cannot find by its surface (docs/fixtures.md). The bonus pays any of three nonce words, the targets
     # are built from completions holding the first one only; GT stays every paid rollout (docs/fixtures.md)
