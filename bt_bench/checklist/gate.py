@@ -244,13 +244,16 @@ def fixture_problems(results: Iterable[Mapping]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+NO_VERDICT = "no verdict on these fixtures counts (a paper gate: draw another gate seed)"
+
+
 def with_fixture(g: Gate, fixture: Sequence[str]) -> Gate:
-    """``g`` failed by the session's failed fixture self-checks (``fixture_problems``), which lead its problems."""
+    """``g`` failed by the session's failed fixture self-checks (``fixture_problems``), which lead its problems
+    (then ``NO_VERDICT``, then the estimator's own problems, if any)."""
     if not fixture:
         return g
-    why = "no verdict on these fixtures counts (a paper gate: draw another gate seed)"
     return dataclasses.replace(g, ok=False, fixture=tuple(fixture),
-                               problems=(*fixture, why, *g.problems))
+                               problems=(*fixture, NO_VERDICT, *g.problems))
 
 
 def _short(text: str, n: int = 70) -> str:
