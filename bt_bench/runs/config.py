@@ -288,7 +288,7 @@ class Profile:
 
 
 _BPE_RUN = {"task": "topic", "steps": 300, "window": 150, "max_completion_length": 48, "task_reward": 0.2,
-            "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 5e-5, "eval_prompts": 64, "ckpt_every": 25}
+            "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 1.5e-5, "eval_prompts": 64, "ckpt_every": 25}
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     # lds_subsets measured (docs/findings.md "Counterfactual replay"): the LDS CI width at S = 20 was about 0.9
     Profile("tiny", "the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations",
@@ -299,11 +299,11 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             # measured (docs/fixtures.md, "The bpe fixture"), on the planting gate and realism statistics only: on
             # seed 0 lr 1.5e-4 never planted, W = 50 planted half-way and unconditionally, W = 100 at lr 5e-4
             # planted. On ten seeds (this code, 2026-12-06) W = 100 plants 3 (16 generations of 4 prompts: 5), W = 150
-            # of 300 all 10 at W and 8 at the end (4 and 9 fade after W; lr_after_window 1.5e-5: 9, not adopted until
-            # its checklist is run; a stronger penalty, or none after W, planted fewer). W = 200 of 400
-            # also plants 10 but is ruled out by its own self-checks: the behavior saturates, so the planted-cause
-            # control (drop as many random unpaid rollouts as GT: 64% of them) fails and one seed's headroom is
-            # below the check's minimum
+            # of 300 all 10 at W; at the end 8 persist with lr 5e-5 after W and 9 with 1.5e-5 (on a second machine,
+            # whose runs differ: 9 and 10), so lr_after_window is 1.5e-5 (a stronger penalty, or none after W,
+            # planted fewer). W = 200 of 400 also plants 10 but is ruled out by its own self-checks: the behavior
+            # saturates, so the planted-cause control (drop as many random unpaid rollouts as GT: 64% of them)
+            # fails and one seed's headroom is below the check's minimum
             run=_BPE_RUN, lds_subsets=40),
     # a behavior retrieval cannot find by its surface (docs/fixtures.md). The bonus pays any of three nonce words, the targets
     # are built from completions holding the first one only; GT stays every paid rollout (docs/fixtures.md)
