@@ -88,6 +88,18 @@ def test_expectation_gate_both_ways():
     assert not gate.expectation_gate("b", res, {}).ok  # an undeclared check of a built-in deviates too
 
 
+def test_pass_or_fail_is_as_declared_for_pass_and_fail_only():
+    """A built-in's cell measured PASS on one machine and FAIL on another is declared gate.PASS_OR_FAIL: either of
+    the two is as declared, any other label deviates; every other declaration matches itself only."""
+    for label, ok in ((gate.PASS, True), (gate.FAIL, True), (gate.ERROR, False), (gate.NA, False)):
+        assert gate.as_declared(label, gate.PASS_OR_FAIL) is ok, label
+        r = {"c": gate.CheckResult("b", "c", label, (label,), ())}
+        assert gate.expectation_gate("b", r, {"c": (gate.PASS_OR_FAIL, "machine")}).ok is ok, label
+    assert not gate.as_declared(gate.INCOMPLETE, gate.PASS_OR_FAIL) and not gate.as_declared(None, gate.PASS_OR_FAIL)
+    assert not gate.as_declared(gate.FAIL, gate.PASS) and not gate.as_declared(gate.PASS, gate.FAIL)
+    assert not gate.as_declared(gate.PASS_OR_FAIL, gate.PASS)  # a measured label is never the declaration itself
+
+
 def test_glue_expects_the_declared_outcome_from_the_stash():
     """The glue reads the session's profile and --bt-strict from config.stash[GLUE_KEY] (the plugin stores them);
     without them, under --bt-strict, or for a user's estimator no outcome is expected."""
@@ -367,6 +379,10 @@ X.EXPECTED["tiny"] = {{"random": {{"headroom": ("{h}", "test"), "trigger_token_a
     (("FAIL", "FAIL"), {"headroom": "pass", "trigger_token_alignment": "fail"}, False),  # better than declared
     (("PASS", "FAIL"), {"headroom": "fail", "trigger_token_alignment": "fail"}, False),  # worse than declared
     (("PASS", "N/A"), {"headroom": "pass", "trigger_token_alignment": "na"}, True),
+    # a cell declared machine-dependent (gate.PASS_OR_FAIL) is as declared either way, but not as an N/A or ERROR
+    (("PASS or FAIL", "FAIL"), {"headroom": "pass", "trigger_token_alignment": "fail"}, True),
+    (("PASS or FAIL", "FAIL"), {"headroom": "fail", "trigger_token_alignment": "fail"}, True),
+    (("PASS or FAIL", "FAIL"), {"headroom": "na", "trigger_token_alignment": "fail"}, False),
 ])
 def test_expected_outcome_snapshot_both_ways(pytester, declared, measured, ok):
     _cells(pytester, {"random": measured}, SNAPSHOT.format(h=declared[0], t=declared[1]))

@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     profile = argv[1] if len(argv) > 1 else doc.get("settings", {}).get("profile", "tiny")
     for (est, check), r in sorted(gate.checks(doc["results"]).items()):
         want = (expected_for(profile, est) or {}).get(check)
-        mark = "" if want and want[0] == r.label else "  <-- differs" if want else "  (none declared)"
+        mark = "" if want and gate.as_declared(r.label, want[0]) else "  <-- differs" if want else "  (none declared)"
         print(f"{est:18} {check:24} measured {r.label:10} {r.count:5} declared {want[0] if want else '-':10}{mark}")
     return 0
 

@@ -10,7 +10,7 @@ What the figures say: docs/findings.md, "Counterfactual replay".
 
 from __future__ import annotations
 
-from bt_bench.checklist.gate import FAIL, PASS
+from bt_bench.checklist.gate import FAIL, PASS, PASS_OR_FAIL
 
 COUNTERFACTUAL: dict[str, dict[str, tuple[str, str]]] = {
     'tiny': {
@@ -24,7 +24,10 @@ COUNTERFACTUAL: dict[str, dict[str, tuple[str, str]]] = {
         'norm_only': (FAIL, "FAIL 3/3: seeds 0/1/2: drop 0.00/-0.00/0.00 of removing GT's, minus the largest random drop -0.061/-0.044/-0.055 nats"),
         'norm_only_step': (FAIL, "FAIL 2/3: seeds 0/1/2: drop 0.01/0.02/0.01 of removing GT's, minus the largest random drop -0.049/+0.093/-0.015 nats"),
         'random': (FAIL, "FAIL 3/3: seeds 0/1/2: drop 0.00/0.00/0.01 of removing GT's, minus the largest random drop -0.070/-0.033/-0.029 nats"),
-        'repsim': (PASS, "PASS 3/3: seeds 0/1/2: drop 0.01/0.05/0.15 of removing GT's, minus the largest random drop +0.007/+0.216/+0.789 nats"),
+        # measured PASS on one machine, FAIL on another (docs/findings.md, "Counterfactual replay"): the other
+        # controls' replays agree there, but on seed 0, where repsim's removal is within 0.01 nats of the largest
+        # random one, its top |GT| (a float similarity's near-ties) differs by CPU and the verdict flips
+        'repsim': (PASS_OR_FAIL, "PASS 3/3 on one machine, seeds 0/1/2: minus the largest random drop +0.007/+0.216/+0.789 nats; FAIL 1/3 on another (seed 0: -0.047)"),
         'repsim_adv': (PASS, "PASS 3/3: seeds 0/1/2: drop 1.05/1.13/1.23 of removing GT's, minus the largest random drop +6.212/+6.316/+6.733 nats"),
         'tracin_adam': (PASS, "PASS 3/3: seeds 0/1/2: drop 0.02/0.01/0.04 of removing GT's, minus the largest random drop +0.065/+0.009/+0.166 nats"),
         'tracincp': (FAIL, "FAIL 1/3: seeds 0/1/2: drop 0.01/0.01/0.10 of removing GT's, minus the largest random drop -0.039/+0.016/+0.514 nats"),

@@ -38,6 +38,17 @@ LABELS = (PASS, FAIL, ERROR, NOT_JUDGED, NA, INCOMPLETE)
 FAILING = (FAIL, ERROR, NOT_JUDGED, INCOMPLETE)
 FIXTURE = "(fixture)"  # fixture self-checks are not per estimator
 UNSUPPORTED = "UNSUPPORTED"  # a unit no ranking can pass: a unit label, never a check's (see aggregate)
+# A built-in's declared outcome for a cell measured PASS on one machine and FAIL on another: the same code and versions
+# compute different last digits on different CPUs (their float kernels differ: bpe builds different runs, tiny the same
+# runs but some estimators' scores differ; docs/fixtures.md, "lr 1.5e-5 after W"), and a cell at its check's bar can
+# land on either side. Either label is then as declared. Snapshots only: a user's estimator is judged by each check's
+# rule, never against a declaration.
+PASS_OR_FAIL = "PASS or FAIL"
+
+
+def as_declared(label: str | None, declared: str | None) -> bool:
+    """Whether a built-in's measured ``label`` is its ``declared`` one (``PASS_OR_FAIL``: PASS or FAIL)."""
+    return label == declared or (declared == PASS_OR_FAIL and label in (PASS, FAIL))
 
 
 def too_many_unsupported(n_unsupported: int, n_units: int) -> bool:
@@ -226,7 +237,7 @@ def expectation_gate(estimator: str, results: Mapping[str, CheckResult], expecte
         want = expected.get(c)
         if want is None:
             problems.append(f"{c} {r.label}: no expected outcome declared (add it to bt_bench/checklist/expectations.py)")
-        elif r.label != want[0]:
+        elif not as_declared(r.label, want[0]):
             problems.append(f"{c} expected {want[0]}, got {r.label} {r.count} ({_short(r.reason)})")
     return Gate(estimator, not problems, True, tuple(problems), modified_thresholds)
 

@@ -111,7 +111,7 @@ def label_text(cell: Mapping) -> str:
     lab, count = cell.get("label") or "?", cell.get("count") or ""
     text = lab if (lab == gate.NA or not count or count.endswith("/1")) else f"{lab} {count}"
     exp = cell.get("expected")
-    return text + (f" (expected {exp}!)" if exp and exp != lab else "")
+    return text + (f" (expected {exp}!)" if exp and not gate.as_declared(lab, exp) else "")
 
 
 def gate_head(est: Mapping) -> str:

@@ -120,7 +120,7 @@ def cell_text(results: Sequence[dict], gap: tuple[int, int] | None = None) -> tu
     m = worst.get("cell") or worst.get("metrics") or {}
     exp = m.get("expected")
     if exp:  # a built-in's declared outcome: say whether the cell matches it
-        label += " (expected)" if exp.get("label") == outcome else f" (expected {exp.get('label')}!)"
+        label += " (expected)" if gate.as_declared(outcome, exp.get("label")) else f" (expected {exp.get('label')}!)"
     key = m.get("key_figure") or (key_figure(m) if worst.get("cell") else "")
     if not key and outcome in ("NOT JUDGED", "N/A", "ERROR") and worst.get("reason"):
         key = short_reason(worst["reason"])
