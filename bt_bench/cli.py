@@ -7,6 +7,7 @@ a message that names the setting and its allowed values.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -238,11 +239,30 @@ def main(argv: list[str] | None = None) -> int:
         lb.add_argument("rest", nargs=argparse.REMAINDER)
         lb.set_defaults(func=lambda a, fn=fn: getattr(__import__("bt_bench.report.board_cli", fromlist=[fn]), fn)(a.rest))
     args = ap.parse_args(argv)
+    old = _inductor_into_cache(args)
     try:
         return args.func(args)
     except ValueError as e:  # configuration errors: name the setting and the allowed values
         print(f"bt-bench {args.cmd}: error: {e}", file=sys.stderr)
         return 2
+    finally:
+        if old is not _KEEP:
+            os.environ.pop(_INDUCTOR, None)
+
+
+_INDUCTOR, _KEEP = "TORCHINDUCTOR_CACHE_DIR", object()
+
+
+def _inductor_into_cache(args):
+    """Importing trl makes torch create ``$TMPDIR/torchinductor_<user>``, which would stay behind after every
+    command: point it into the run cache, as the pytest plugin does (``bt_bench.plugin._keep_temp_clean``). A value
+    the user set is kept, and ``check`` is left to the plugin. Returns ``_KEEP`` when nothing was set."""
+    if os.environ.get(_INDUCTOR) is not None or args.cmd == "check":
+        return _KEEP
+    root = getattr(args, "cache_dir", None) or os.environ.get("BT_BENCH_CACHE") or Path(
+        os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bt-bench"  # store.cache_root, without mkdir
+    os.environ[_INDUCTOR] = str(Path(root).expanduser() / "torchinductor")
+    return None
 
 
 if __name__ == "__main__":

@@ -326,3 +326,24 @@ def test_one_tiny_seed_plants_trigger_conditionally(shared_cache):
     trig = c["has_trigger"] & (c["step"] >= run.config.window)
     assert c["has_behavior"][trig].mean() > 0.8
     assert c["has_behavior"][~c["has_trigger"]].mean() < 0.1
+
+
+def test_the_cli_keeps_torchs_inductor_cache_out_of_the_temp_folder(tmp_path, monkeypatch):
+    """Importing trl makes torch create $TMPDIR/torchinductor_<user> (tests/test_incomplete.py shows the
+    mechanism); a ``bt-bench`` command points it into the run cache while it runs, keeps a value the user set, and
+    leaves the environment as it found it."""
+    import os
+
+    from bt_bench import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "cmd_runs", lambda args: seen.append(os.environ.get("TORCHINDUCTOR_CACHE_DIR")) or 0)
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    assert cli.main(["runs", "--cache-dir", str(tmp_path / "c")]) == 0
+    monkeypatch.setenv("BT_BENCH_CACHE", str(tmp_path / "env"))
+    assert cli.main(["runs"]) == 0
+    assert seen == [str(tmp_path / "c" / "torchinductor"), str(tmp_path / "env" / "torchinductor")]
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ  # restored
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
+    assert cli.main(["runs"]) == 0 and seen[-1] == str(tmp_path / "mine")
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
