@@ -208,6 +208,33 @@ def test_workers_split_a_batch_of_replays_and_never_replay_a_set_twice(smoke_run
         assert cf.removal(smoke_run, u)["measure"]["trigger_logp"] == pytest.approx(-effect[u].sum())
 
 
+def test_the_pool_progress_line_counts_what_every_worker_replayed(smoke_run, fake_replays, monkeypatch):
+    """The workers replay disjoint halves of a pool, so a worker's progress line counts the pool's entries that
+    exist, whoever replayed them: counting its own would read half the progress and double the ETA. Here the other
+    worker's whole share lands while this one replays its first set."""
+    cf, effect, calls = fake_replays
+    win, _, _ = cf.window_pool(smoke_run)
+    sets = [np.setdiff1d(win, k) for k in cf.lds_subsets(smoke_run, 12)]
+    inner, ticks, other = cf._measure_without, [], []
+
+    def measure_without(run, probe, uids):
+        if not other:  # "the other worker": its share (shard 1 of 2) is replayed meanwhile
+            other.append(True)
+            for u in sets[1::2]:
+                cf.removal(run, u)
+        return inner(run, probe, uids)
+
+    class Recorder(cf.Ticker):
+        def __call__(self, done):
+            ticks.append(done)
+
+    monkeypatch.setattr(cf, "_measure_without", measure_without)
+    monkeypatch.setattr(cf, "Ticker", Recorder)
+    assert cf.replay_pool(smoke_run, sets, "t", shard=(0, 2)) == 6  # its own share; the rest was there
+    assert ticks[:2] == [0, 7]  # after its first replay: 1 of its own + 6 of the other's
+    assert ticks[-1] == 12 and ticks == sorted(ticks)
+
+
 def test_the_counterfactual_baseline_reads_the_removals_the_workers_replayed(smoke_run, fake_replays, monkeypatch):
     """Check 9's baseline: GT and the 19 random control sets are removal entries any worker may replay; the
     publisher replays only what is left and the full replay (here a stand-in), then records them all."""

@@ -306,7 +306,13 @@ def replay_pool(run, sets, label: str, *, shard: tuple[int, int] | None = None, 
     _removal_path(run, todo[0]).parent.mkdir(parents=True, exist_ok=True)
     ticker = Ticker(label, len(todo), unit="replay")
     ticker(0)
-    done, seen, held = 0, 0, []
+    done, held = 0, []
+    # the progress line counts the entries of ``todo`` that exist, whoever replayed them: the workers replay
+    # disjoint halves, so this process's own count would read half the pool's progress and double the ETA
+    paths = [_removal_path(run, u) for u in todo]
+
+    def tick() -> None:
+        ticker(sum(p.exists() for p in paths))
 
     def replay_locked(u, timeout: float) -> bool:
         nonlocal done
@@ -323,12 +329,10 @@ def replay_pool(run, sets, label: str, *, shard: tuple[int, int] | None = None, 
         except Timeout:
             held.append(u)
             continue
-        seen += 1
-        ticker(seen)
+        tick()
     for u in held:  # being replayed by another process: wait for its entry
         replay_locked(u, timeout=-1)
-        seen += 1
-        ticker(seen)
+        tick()
     return done
 
 
