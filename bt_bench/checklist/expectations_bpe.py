@@ -3,7 +3,7 @@
 Measured, not chosen: ``BT_BENCH_CACHE=... pytest checks -n 2 --bt-profile bpe --bt-report r.json`` (2026-12-06, the
 profile at W = 150 of 300 with lr 1.5e-5 after W; every draw under two sketch seeds) on the first three bpe seeds that
 plant, 0, 1 and 2, x 3 draws, then ``python -m bt_bench.checklist.expectations --emit BPE r.json`` (check 9's rows went
-to ``expectations_counterfactual.py``; check 10 was not run: no bpe row until it is measured with ``--bt-lds``). Each
+to ``expectations_counterfactual.py``; check 10's, measured with ``--bt-lds``, are in ``expectations_lds.py``). Each
 reason is the measured label, the count of units behind it and the first key figures (per seed or draw, in the
 report's order). Against the snapshot with lr 5e-5 after W (the same seeds, built on another machine, whose runs
 differ in the window too) seven cells moved: gradient_norm_baseline now passes for advantage_only and fails for gas
