@@ -22,6 +22,7 @@ import json
 import sys
 
 from bt_bench.checklist.expectations_bpe import BPE as _BPE
+from bt_bench.checklist.expectations_bpe_family import BPE_FAMILY as _BPE_FAMILY
 from bt_bench.checklist.expectations_counterfactual import COUNTERFACTUAL as _COUNTERFACTUAL
 from bt_bench.checklist.expectations_lds import LDS as _LDS
 from bt_bench.checklist.expectations_tiny_family import TINY_FAMILY as _TINY_FAMILY
@@ -271,6 +272,8 @@ EXPECTED: dict[str, dict[str, dict[str, tuple[str, str]]]] = {"tiny": {
 EXPECTED["bpe"] = {**_BPE, "oracle": _ORACLE}
 # tiny_family (a behavior retrieval cannot find by its text): measured on its seeds 0, 1, 2 x 3 draws
 EXPECTED["tiny_family"] = {**_TINY_FAMILY, "oracle": _ORACLE}
+# bpe_family (bpe with a family behavior): measured on its seeds 0, 1, 2 x 3 draws
+EXPECTED["bpe_family"] = {**_BPE_FAMILY, "oracle": _ORACLE}
 
 
 # check 9's rows, measured per profile (expectations_counterfactual.py); a profile not measured yet has none
