@@ -56,7 +56,7 @@ import json, os, types
 import pytest
 import bt_bench.plugin.fixtures as F
 import bt_bench.fixture.reader as reader
-import bt_bench.fixture.rank_fidelity as rf
+import bt_bench.checklist.sketch_verdicts as sv
 from bt_bench.plugin.gate_draw import attempt_seeds
 
 LOG = os.environ["LOG"]
@@ -84,7 +84,7 @@ def _planted(cfg, first, s, config):  # a gate seed's "runs": one fake run named
     (path / "checkpoints").mkdir(parents=True, exist_ok=True)
     return {"runs": [types.SimpleNamespace(key=f"run{first}", gate_first=first, path=path)], "failed": []}
 
-def _ranking(fx, folder=None):
+def _ranking(fx, folder=None, th=None):
     with open(LOG, "a") as f:
         f.write(json.dumps({"screened": fx.first, "pid": os.getpid()}) + "\\n")
     return {"first": fx.first}
@@ -103,7 +103,7 @@ def _load(run, fcfg, cache_dir):
     return types.SimpleNamespace(first=run.gate_first, folder=folder)
 
 reader.load_fixture = _load
-rf.fixture_ranking_memo, rf.judge = _ranking, _judge
+sv.fixture_verdicts_memo, sv.judge = _ranking, _judge
 '''
 
 TESTS = '''

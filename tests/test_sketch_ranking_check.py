@@ -1,13 +1,15 @@
-"""The fixture self-check "sketch ranking" (bt_bench.fixture.rank_fidelity, checks/test_sketch_ranking.py): its
-scorings are the built-ins' maths and depend on inner products only (so a sketch and the exact gradients score the
-same estimator), its verdict is hand-checked, and on the cached tiny fixture the stored sketches pass while the same
-sketches swapped between the candidates of a group fail."""
+"""The fixture self-check "sketch ranking" (bt_bench.checklist.sketch_verdicts over bt_bench.fixture.rank_fidelity's
+scores, checks/test_sketch_ranking.py): its scorings are the built-ins' maths and depend on inner products only (so a
+sketch and the exact gradients score the same estimator), its unit rule and judge are hand-checked, and on the cached
+default fixture the stored sketches pass while the same sketches swapped between the candidates of a group fail."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from bt_bench.checklist import sketch_verdicts as V
+from bt_bench.checklist.base import Thresholds
 from bt_bench.fixture import rank_fidelity as R
 
 
@@ -32,37 +34,6 @@ def test_trak_scoring_is_the_damped_kernel_of_inner_products():
         np.testing.assert_allclose(v, s[name], rtol=1e-7, atol=1e-10)
 
 
-def _report(gaps: dict[str, list[float]], rho: dict[str, list[float]], seed: int = 0) -> dict:
-    draws = []
-    for i in range(len(gaps["tracin"])):
-        draws.append({"draw": i, "candidates": 10, "methods": {
-            m: {"spearman": rho[m][i], "auc_stored": 0.7, "auc_exact": 0.7 + gaps[m][i], "auc_gap": gaps[m][i]}
-            for m in R.METHODS}})
-    return {"seed": seed, "draws": draws, "not_applicable": None}
-
-
-def test_judge_by_hand():
-    ok_gap, ok_rho = [0.01, 0.02, 0.03], [0.94, 0.96, 0.99]  # median 0.96, largest gap 0.03: both at the bar
-    good = _report({m: ok_gap for m in R.METHODS}, {m: ok_rho for m in R.METHODS})
-    assert R.judge([good]) == []
-    one_gap = _report({**{m: ok_gap for m in R.METHODS}, "gas": [0.01, 0.031, 0.0]}, {m: ok_rho for m in R.METHODS},
-                      seed=4)
-    bad = R.judge([good, one_gap])
-    assert len(bad) == 1 and bad[0].startswith("gas: within-group AUC") and "seed 4, draw 1" in bad[0]
-    low_rho = _report({m: ok_gap for m in R.METHODS}, {**{m: ok_rho for m in R.METHODS}, "tracin": [0.9, 0.94, 0.99]})
-    assert R.judge([low_rho]) == ["tracin: median Spearman of stored vs exact scores 0.940 < 0.95 over 3 draws"]
-    # TRAK-style scoring is measured and reported, not judged (rank_fidelity.JUDGED says why)
-    trak_off = _report({**{m: ok_gap for m in R.METHODS}, "trak": [0.2, 0.0, 0.0]},
-                       {**{m: ok_rho for m in R.METHODS}, "trak": [0.1, 0.2, 0.3]})
-    assert "trak" not in R.JUDGED and R.judge([trak_off]) == []
-    assert "trak rho 0.200, gap 0.200 (reported)" in R.key_figure([trak_off])
-    assert R.judge([{"seed": 0, "draws": [], "not_applicable": None}]) == ["no draw scored"]
-    na = {"seed": 0, "draws": [], "not_applicable": "the model is wider than the exact preset"}
-    assert R.judge([na]) == [] and R.key_figure([na]).startswith("not applicable")
-    line = R.key_figure([good])
-    assert line.startswith("3 sketched draws vs exact: tracin rho 0.960, gap 0.030")
-
-
 def test_compare_draw_reads_within_group_pairs():
     """Two groups; stored flips the order inside group 1 only: AUC 1.0 exact, 0.5 stored (hand count)."""
     has = np.array([1, 0, 1, 0], bool)
@@ -74,16 +45,61 @@ def test_compare_draw_reads_within_group_pairs():
     assert out["tracin"]["auc_gap"] == 0.5 and out["tracin"]["spearman"] == pytest.approx(0.8)
 
 
+def test_a_unit_agrees_only_when_the_verdict_holds_with_the_shift_doubled():
+    """sketch_verdicts.unit by hand: same verdict from exact and stored, and with exact + 2 x shift."""
+    u = V.unit("fluency_confound", "residualized_auc", 0.5, exact=0.60, stored=0.58)  # doubled 0.56: holds
+    assert u["agrees"] and u["verdict_exact"] and u["shift"] == pytest.approx(-0.02)
+    u = V.unit("fluency_confound", "residualized_auc", 0.5, exact=0.56, stored=0.52)  # doubled 0.48: nearly flips
+    assert not u["agrees"] and u["verdict_stored"] and not u["verdict_doubled"]
+    u = V.unit("fluency_confound", "residualized_auc", 0.5, exact=0.52, stored=0.49)  # flips
+    assert not u["agrees"] and u["verdict_exact"] != u["verdict_stored"]
+    assert V.unit("x", "residualized_auc", 0.5, exact=0.2, stored=0.3)["agrees"]  # far from the bar: all three fail
+    assert not V.unit("x", "residualized_auc", 0.5, exact=0.2, stored=0.45)["agrees"]  # doubled 0.7: it would flip
+    # draw stability is judged as check 4 does: >= the bar, not >
+    assert V.unit("seed_draw_variance", "draw_stability", 0.5, exact=0.5, stored=0.5)["verdict_exact"]
+
+
+def _scored(exact: list[float], stored: list[float], seed: int = 0) -> dict:
+    """A fixture_scores report with one saturated draw: 20 groups of 8, the first half of each group behavior."""
+    n = len(exact)
+    entry = {"kind": "saturated", "draw": 0, "has_behavior": [i % 8 < 4 for i in range(n)],
+             "group": [i // 8 for i in range(n)], "fluency": [float(i % 3) for i in range(n)],
+             "exact": {"in_context": {"tracin": exact}, "no_behavior": {"tracin": [0.0] * n}},
+             "stored": {"0": {"in_context": {"tracin": stored}, "no_behavior": {"tracin": [0.0] * n}}}}
+    return {"seed": seed, "draws": [entry], "not_applicable": None}
+
+
+def test_judge_names_the_unit_whose_verdict_the_sketch_decides():
+    """Exact scores that separate the behavior perfectly; stored ones equal (PASS), and stored ones with each
+    group's order reversed (the sketch flips check 2's and check 7's verdicts: the judge names them)."""
+    n = 160
+    exact = [float(1 + (i % 8 < 4)) + 0.01 * i for i in range(n)]
+    th = Thresholds(min_pairs=10)
+    good = {"seed": 0, "units": V.fixture_units(_scored(exact, exact), th), "not_applicable": None}
+    assert good["units"] and all(u["agrees"] for u in good["units"]) and V.judge([good]) == []
+    flipped = [-x for x in exact]
+    bad = {"seed": 3, "units": V.fixture_units(_scored(exact, flipped, seed=3), th), "not_applicable": None}
+    lines = V.judge([good, bad])
+    assert lines and all("seed 3 saturated draw 0, sketch seed 0" in ln and "flips the verdict" in ln for ln in lines)
+    assert {ln.split()[1] for ln in lines} >= {"fluency_confound", "target_dependence"}
+    assert V.judge([]) == ["no draw-level statistic could be compared"]
+    na = {"seed": 0, "units": [], "not_applicable": "the model is wider than the exact preset"}
+    assert V.judge([na]) == [] and V.key_figure([na]).startswith("not applicable")
+
+
 # ----------------------------------------------------------------------------------------- the real fixture
-def test_tiny_fixture_passes_and_noisy_sketches_fail(tiny_fixture, monkeypatch):
+def test_default_fixture_passes_and_noisy_sketches_fail(tiny_fixture, monkeypatch):
+    """On the cached default fixture (seed 0) every compared verdict agrees; with each row's stored sketch swapped
+    with its group neighbour's (sketches that rank a group's candidates in another order) some verdict flips."""
     import torch
 
     torch.set_num_threads(1)
     cfg = R.RankConfig(draws=2)
-    rep = R.fixture_ranking(tiny_fixture, cfg)
-    assert rep["not_applicable"] is None and len(rep["draws"]) == 2 * len(tiny_fixture.sketch_seeds)
-    assert {d["sketch_seed"] for d in rep["draws"]} == set(tiny_fixture.sketch_seeds)  # every one the checks judge
-    assert R.judge([rep]) == [], R.judge([rep])
+    rep = V.fixture_verdicts(tiny_fixture, cfg=cfg)
+    assert rep["not_applicable"] is None and rep["units"]
+    assert {u["sketch_seed"] for u in rep["units"]} == {str(k) for k in tiny_fixture.sketch_seeds}
+    assert {u["kind"] for u in rep["units"]} == {"saturated", "unsaturated"}
+    assert V.judge([rep]) == [], V.judge([rep])
     original = type(tiny_fixture).draw
 
     def noisy(self, kind, d, sketch_seed=None):  # each row's stored sketch swapped with its group neighbour's: sketches
@@ -100,5 +116,5 @@ def test_tiny_fixture_passes_and_noisy_sketches_fail(tiny_fixture, monkeypatch):
         return data
 
     monkeypatch.setattr(type(tiny_fixture), "draw", noisy)
-    bad = R.judge([R.fixture_ranking(tiny_fixture, cfg)])
-    assert any("within-group AUC" in b or "median Spearman" in b for b in bad), bad
+    bad = V.judge([V.fixture_verdicts(tiny_fixture, cfg=cfg)])
+    assert bad and all("the verdict" in b for b in bad), bad
