@@ -39,7 +39,7 @@ def test_checks_in_checklist_order():
     assert tuple(CHECKS) == ORDER
     assert [s.order for s in CHECKS.values()] == sorted(s.order for s in CHECKS.values())
     assert FIXTURE_CHECKS == ("planted_cause", "planting_gate", "sketch_fidelity", "sketch_ranking", "integrity",
-                              "replay_fidelity")
+                              "replay_fidelity", "oracle_canary")
 
 
 def test_every_check_module_is_one_spec_and_every_spec_one_module():

@@ -77,6 +77,61 @@ def test_a_failed_fixture_self_check_fails_every_gate():
         assert f.line().startswith("e: FIXTURE FAILED, NOT JUDGED: fixture self-check sketch_ranking FAILED")
 
 
+def _cr(est: str, check: str, label: str) -> gate.CheckResult:
+    return gate.CheckResult(est, check, label, (label,) if label != gate.INCOMPLETE else (), ())
+
+
+def _canary_cells(oracle: dict, random: dict) -> dict:
+    return {e: {c: _cr(e, c, lab) for c, lab in cells.items()} for e, cells in (("oracle", oracle), ("random", random))}
+
+
+def test_the_oracle_canary_passes_only_when_the_oracle_passes_and_random_fails():
+    """docs/checklist.md, "Fixture self-checks" (oracle canary): the oracle is judged as any user's estimator, so an
+    ERROR of the fixture in one check (tiny's retrieval_baseline) fails the canary, and so does a random ranking that
+    passes. LDS is left out, and so is a check a test selection left INCOMPLETE."""
+    good = _canary_cells({"headroom": gate.PASS, "retrieval_baseline": gate.PASS, "trigger_token_alignment": gate.NA},
+                         {"headroom": gate.FAIL, "retrieval_baseline": gate.FAIL})
+    ok, problems, lines = gate.canary(good)
+    assert ok and not problems and lines == {"oracle": "oracle: GATE PASS", "random": lines["random"]}
+    assert lines["random"].startswith("random: GATE FAIL")
+    # negative controls: a fixture ERROR in one of the oracle's checks; a control that passes everything
+    bad = _canary_cells({"headroom": gate.PASS, "retrieval_baseline": gate.ERROR}, {"headroom": gate.FAIL})
+    ok, problems, _ = gate.canary(bad)
+    assert not ok and len(problems) == 1 and "perfect attribution cannot pass" in problems[0]
+    assert "retrieval_baseline ERROR" in problems[0]
+    ok, problems, _ = gate.canary(_canary_cells({"headroom": gate.PASS}, {"headroom": gate.PASS}))
+    assert not ok and problems == ("a ranking that attributes nothing passes: random: GATE PASS",)
+    # what it leaves out: LDS (the GT indicator is no LDS ceiling) and INCOMPLETE cells
+    lds = _canary_cells({"headroom": gate.PASS, "linear_datamodeling": gate.FAIL, "fluency_confound": gate.INCOMPLETE},
+                        {"headroom": gate.FAIL})
+    assert gate.canary(lds, excluded=("linear_datamodeling",))[0] and not gate.canary(lds)[0]
+    from bt_bench.checklist.registry import CHECKS
+
+    assert [n for n, s in CHECKS.items() if not s.canary] == ["linear_datamodeling"]  # what the session leaves out
+    # nothing to judge: no canary estimator scored, or only INCOMPLETE cells (a selection of self-checks)
+    assert gate.canary({"mine": {"headroom": _cr("mine", "headroom", gate.PASS)}}) is None
+    assert gate.canary(_canary_cells({"headroom": gate.INCOMPLETE}, {"headroom": gate.INCOMPLETE})) is None
+    # one of the two not scored at all is a problem, not a pass
+    assert gate.canary(_canary_cells({"headroom": gate.PASS}, {}))[1] == (
+        "random was not scored on any check the canary judges",)
+
+
+def test_a_failed_canary_is_a_failed_fixture_self_check_that_names_the_cells():
+    """The canary's record reads like any self-check's: fixture_problems names it with the failing cells, and it
+    fails every gate (with_fixture), a GATE PASS of a user's estimator included; a passing canary fails none."""
+    bad = gate.canary(_canary_cells({"headroom": gate.PASS, "retrieval_baseline": gate.ERROR}, {"headroom": gate.FAIL}))
+    rec = gate.canary_record(bad)
+    assert gate.cell_of(rec) == (gate.CANARY, gate.FIXTURE) and rec["outcome"] == "failed"
+    (line,) = gate.fixture_problems([rec])
+    assert line.startswith("fixture self-check oracle_canary FAILED (perfect attribution cannot pass: oracle: GATE "
+                           "FAIL: retrieval_baseline ERROR")
+    mine = gate.estimator_gate("mine", {"headroom": _cr("mine", "headroom", gate.PASS)})
+    assert mine.ok and not gate.with_fixture(mine, (line,)).ok
+    good = gate.canary_record(gate.canary(_canary_cells({"headroom": gate.PASS}, {"headroom": gate.FAIL})))
+    assert good["outcome"] == "passed" and gate.fixture_problems([good]) == ()
+    assert "oracle: GATE PASS" in good["metrics"]["key_figure"]
+
+
 def test_expectation_gate_both_ways():
     res = {"c": gate.CheckResult("b", "c", gate.PASS, (gate.PASS,), ())}
     assert gate.expectation_gate("b", res, {"c": (gate.PASS, "why")}).ok
@@ -370,7 +425,8 @@ def test_unsupported_units_are_left_out_counted_and_error_above_a_third(pytester
 
 SNAPSHOT = '''
 import bt_bench.checklist.expectations as X
-X.EXPECTED["tiny"] = {{"random": {{"headroom": ("{h}", "test"), "trigger_token_alignment": ("{t}", "test")}}}}
+from bt_bench.runs.config import DEFAULT_PROFILE
+X.EXPECTED[DEFAULT_PROFILE] = {{"random": {{"headroom": ("{h}", "test"), "trigger_token_alignment": ("{t}", "test")}}}}
 '''
 
 

@@ -251,11 +251,59 @@ def fixture_problems(results: Iterable[Mapping]) -> tuple[str, ...]:
     for r in results:
         check, est = cell_of(r)
         if est == FIXTURE and r.get("outcome") in ("failed", "error"):
-            out.append(f"fixture self-check {check} {'FAILED' if r['outcome'] == 'failed' else 'ERROR'}")
+            why = (r.get("metrics") or {}).get("problems") if check == CANARY else None  # the canary says which cells
+            out.append(f"fixture self-check {check} {'FAILED' if r['outcome'] == 'failed' else 'ERROR'}"
+                       + (f" ({'; '.join(why)})" if why else ""))
     return tuple(dict.fromkeys(out))
 
 
 NO_VERDICT = "no verdict on these fixtures counts (a paper gate: draw another gate seed)"
+
+# The canary (docs/checklist.md, "Fixture self-checks": the oracle canary). A fixture on which perfect attribution
+# cannot pass gates nobody, and one on which a ranking that ignores everything passes gates nothing. So every session
+# on planted fixtures also scores these two, judged as any user's estimator is (``estimator_gate``, never against a
+# declared snapshot): the oracle (reads the labels) must end GATE PASS and random GATE FAIL. A check whose CheckSpec
+# says ``canary=False`` stays out (check 10, LDS: the GT indicator is no LDS ceiling, docs/findings.md "LDS on bpe").
+CANARY = "oracle_canary"
+CANARY_PASSES, CANARY_FAILS = ("oracle",), ("random",)
+
+
+def canary(by_est: Mapping[str, Mapping[str, CheckResult]], *, excluded: Sequence[str] = (),
+           modified_thresholds: bool = False) -> tuple[bool, tuple[str, ...], dict[str, str]] | None:
+    """(passed, problems, {estimator: gate line}) of the oracle canary over ``by_est`` = {estimator: {check:
+    CheckResult}} (``checks`` of a session's results), or None when no canary estimator has a judged check (nothing to judge:
+    replayed evidence, or a selection of self-checks only). A check left INCOMPLETE by a test selection is not the
+    fixture's doing and is left out (the selection already fails every gate it touches); every other label counts as
+    it would for a user's estimator."""
+    judged = {est: {c: r for c, r in (by_est.get(est) or {}).items() if c not in excluded and r.label != INCOMPLETE}
+              for est in (*CANARY_PASSES, *CANARY_FAILS)}
+    if not any(judged.values()):
+        return None
+    problems, lines = [], {}
+    for est, cells in judged.items():
+        if not cells:
+            problems.append(f"{est} was not scored on any check the canary judges")
+            continue
+        g = estimator_gate(est, cells, modified_thresholds=modified_thresholds)
+        lines[est] = g.line()
+        if est in CANARY_PASSES and not g.ok:
+            problems.append(f"perfect attribution cannot pass: {g.line()}")
+        if est in CANARY_FAILS and g.ok:
+            problems.append(f"a ranking that attributes nothing passes: {g.line()}")
+    return not problems, tuple(problems), lines
+
+
+def canary_record(verdict: tuple[bool, tuple[str, ...], dict[str, str]], excluded: Sequence[str] = ()) -> dict:
+    """The canary as a fixture self-check's result record (as ``checks/test_<self-check>.py`` records theirs), so
+    ``fixture_problems``, the table, the report and the results pages read it like any self-check."""
+    ok, problems, lines = verdict
+    figure = ("; ".join(line.split(": ")[0] + ": " + line.split(": ")[1] for line in lines.values()) if ok
+              else "; ".join(problems))  # passing: 'oracle: GATE PASS; random: GATE FAIL' (each line is in metrics)
+    return {"nodeid": f"bt-bench::{CANARY}", "outcome": "passed" if ok else "failed", "duration_s": 0.0,
+            "reason": None, "traceback": None,
+            "metrics": {"check": CANARY, "passed": ok, "problems": list(problems), "gates": lines,
+                        "excluded": list(excluded), "key_figure": figure}}
+
 
 
 def with_fixture(g: Gate, fixture: Sequence[str]) -> Gate:

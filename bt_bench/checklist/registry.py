@@ -36,7 +36,7 @@ CHECKS: dict[str, CheckSpec] = {s.name: s for s in sorted((m.SPEC for m in MODUL
 # test_sketch_fidelity.py, test_sketch_ranking.py, test_fixture_integrity.py, test_replay_fidelity.py), in the order
 # docs/checklist.md lists them
 FIXTURE_CHECKS = ("planted_cause", "planting_gate", "sketch_fidelity", "sketch_ranking", "integrity",
-                  "replay_fidelity")
+                  "replay_fidelity", "oracle_canary")  # the last: decided by the session (gate.canary), no module
 
 
 def get_check(name: str) -> CheckSpec:

@@ -42,7 +42,9 @@ class CheckSpec:
     figure_parts: ``units -> [text parts]`` of the key figure. replay: ``(evidence, estimator, thresholds) -> Verdict``,
     None when evidence replay cannot judge the check. thresholds: {field of ``Thresholds``: help text} of the ones
     this check owns. not_applicable: ``(estimator, level, capabilities) -> reason or None``, N/A by declaration
-    only. plots: the report figures its units feed (``PLOTS``).
+    only. plots: the report figures its units feed (``PLOTS``). canary: whether the oracle canary judges it (the
+    oracle must pass it on every fixture that gates; ``bt_bench.checklist.gate.canary``): False for a check the
+    labels are no ceiling of.
     """
 
     name: str
@@ -58,6 +60,7 @@ class CheckSpec:
     thresholds: Mapping[str, str] = field(default_factory=dict)
     not_applicable: Callable[[str, str, Iterable[str]], str | None] | None = None
     plots: tuple[str, ...] = ()
+    canary: bool = True
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:

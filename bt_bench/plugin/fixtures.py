@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bt_bench.plugin.options import SESSION_ENV, Settings, effective_thresholds
+from bt_bench.plugin.selection import runs_the_checklist
 
 settings_key = pytest.StashKey[Settings]()
 gate_draw_key = pytest.StashKey[dict]()  # fresh fixtures: the gate seeds tried (no xdist: set in this process)
@@ -89,7 +90,7 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
     """``bt_runs`` of fresh fixtures: gate seeds are tried in ``gate_draw``'s order until one's fixtures plant and
     pass the sketch-ranking self-check (built, derived and screened before any estimator is scored); the result
     carries ``gate`` (drawn, accepted, rejected) for the report. None passing stops the session here."""
-    from bt_bench.fixture.rank_fidelity import fixture_ranking_memo, judge
+    from bt_bench.checklist.sketch_verdicts import fixture_verdicts_memo, judge
     from bt_bench.fixture.reader import fixture_config, load_fixture
     from bt_bench.plugin import gate_draw
     from bt_bench.runs.config import gate_config
@@ -113,7 +114,8 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
                 return prepared["problems"]
         else:
             def compute():
-                return judge([fixture_ranking_memo(fx, _stats_folder(s)) for fx in prepared["fixtures"]])
+                return judge([fixture_verdicts_memo(fx, _stats_folder(s), effective_thresholds(s))
+                              for fx in prepared["fixtures"]])
         key = prepared.get("key") or "-".join(r.key for r in prepared["runs"])
         return _once_per_session(config, tmp_path_factory, f"gate-screen-{key}", compute,
                                  then=lambda problems: _discard(prepared, s) if problems else None)
@@ -250,7 +252,10 @@ def _derive(runs: list, fcfg, cache_dir, config: pytest.Config) -> None:
 def generate_tests(metafunc: pytest.Metafunc) -> None:
     s = metafunc.config.stash[settings_key]
     if "bt_estimator" in metafunc.fixturenames:
-        names = selected_estimators(s)
+        from bt_bench.plugin.glue import CANARY_ONLY_KEY
+
+        names, extras = estimator_selection(s, canary=runs_the_checklist(metafunc.config))
+        metafunc.config.stash[CANARY_ONLY_KEY] = extras
         metafunc.parametrize("bt_estimator", names, ids=names, scope="session")
     if "bt_seed" in metafunc.fixturenames:
         metafunc.parametrize("bt_seed", range(s.seeds), ids=[f"seed{i}" for i in range(s.seeds)])
@@ -271,8 +276,37 @@ def replay_verdicts(s: Settings) -> list:
     return replay(path, effective_thresholds(s))
 
 
-def selected_estimators(s: Settings) -> list[str]:
-    """``--bt-estimator`` names (validated: unknown -> "did you mean"), else every non-test-only estimator."""
+def selected_estimators(s: Settings, canary: bool = False) -> list[str]:
+    """``--bt-estimator`` names (validated: unknown -> "did you mean"), else every non-test-only estimator; with
+    ``canary`` (a session that runs the checklist) then the oracle canary's estimators that are not among them
+    (:func:`estimator_selection`)."""
+    return estimator_selection(s, canary)[0]
+
+
+def estimator_selection(s: Settings, canary: bool = False) -> tuple[list[str], tuple[str, ...]]:
+    """(every estimator the session scores, the canary's estimators among them that the user did not select). Those
+    extras are scored and shown but get no gate line of their own: their gates are the canary's, not the session's
+    exit code. ``canary``: whether the session runs the checklist (``selection.runs_the_checklist``); other
+    sessions (a plug-in's own tests of synthetic cells) score what they select."""
+    chosen = _chosen_estimators(s)
+    extras = tuple(e for e in canary_estimators(s) if e not in chosen) if canary else ()
+    return chosen + list(extras), extras
+
+
+def canary_estimators(s: Settings) -> tuple[str, ...]:
+    """The estimators of the oracle canary (``bt_bench.checklist.gate.canary``), scored in every session on planted
+    fixtures whatever ``--bt-estimator`` says: the oracle must pass and random must fail, judged as any user's
+    estimator is, or the fixture fails (a fixture the oracle cannot pass gates nobody). None on replayed evidence
+    (no fixture) or on a profile whose runs need not plant (``Profile.gate_applies``: smoke)."""
+    from bt_bench.checklist.gate import CANARY_FAILS, CANARY_PASSES
+    from bt_bench.runs.config import get_profile
+
+    if s.evidence or not get_profile(s.profile).gate_applies:
+        return ()
+    return (*CANARY_PASSES, *CANARY_FAILS)
+
+
+def _chosen_estimators(s: Settings) -> list[str]:
     from bt_bench.estimator import registry, sealed
 
     if not s.estimators:

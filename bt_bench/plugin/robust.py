@@ -97,6 +97,7 @@ class Robustness:
 
         self.config, self.settings = config, settings
         self._estimators: list[str] | None = None  # selected names, looked up at the first crash (controller)
+        self._canary_extras: tuple[str, ...] = ()
         self.crash_file: Path | None = None  # the controller creates it with its first xdist worker
         self._old_limit = TIME_LIMIT.seconds
         TIME_LIMIT.seconds = float(settings.timeout)  # process-wide: the estimator calls do not see the config
@@ -143,14 +144,22 @@ class Robustness:
         node.workerinput[CRASH_FILE_KEY] = str(self.crash_file)
 
     def estimators(self) -> list[str]:
+        """Every estimator the session scores (the oracle canary's included; ``fixtures.estimator_selection``)."""
         if self._estimators is None:
-            from bt_bench.plugin.fixtures import selected_estimators
+            from bt_bench.plugin.fixtures import estimator_selection
+            from bt_bench.plugin.selection import runs_the_checklist
 
             try:
-                self._estimators = [] if self.settings.evidence else selected_estimators(self.settings)
+                self._estimators, self._canary_extras = ([], ()) if self.settings.evidence \
+                    else estimator_selection(self.settings, canary=runs_the_checklist(self.config))
             except pytest.UsageError:
-                self._estimators = []
+                self._estimators, self._canary_extras = [], ()
         return self._estimators
+
+    def canary_extras(self) -> tuple[str, ...]:
+        """The canary's estimators the user did not select (scored for the canary, no gate line of their own)."""
+        self.estimators()
+        return self._canary_extras
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Controller: list the estimator whose cell crashed a worker (one line: name, tab, node id)."""

@@ -108,15 +108,43 @@ class BtSession:
         for (est, check), r in gate.checks(self.results, self.complete).items():
             by_est.setdefault(est, {})[check] = r
         order = {e: i for i, e in enumerate(dict.fromkeys(self._estimators()))}
+        self._judge_canary(by_est, mod)
         fixture = gate.fixture_problems(self.results)  # a failed self-check: no estimator's verdict counts
+        extras = set(self._canary_extras())
         out = []  # in the session's estimator order, not the order xdist delivered the results in
         for est, checks in sorted(by_est.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])):
+            if est in extras:  # scored for the canary only: its verdict is the canary's self-check line
+                continue
             want = None if (s.strict or s.evidence or s.gate_seed is not None) else expected_for(s.profile, est, lds=s.lds)
             out.append(gate.with_fixture(gate.expectation_gate(est, checks, want, modified_thresholds=mod)
                                          if want is not None else gate.estimator_gate(est, checks,
                                                                                       modified_thresholds=mod),
                                          fixture))
         return out
+
+    def _canary_extras(self) -> tuple[str, ...]:
+        robustness = self.config.pluginmanager.get_plugin("bt_bench_robustness")
+        return robustness.canary_extras() if robustness is not None else ()
+
+    def _judge_canary(self, by_est: dict, modified: bool) -> None:
+        """The oracle canary (``gate.canary``), recorded once as a fixture self-check's result, so a fixture on which
+        the oracle cannot pass (or random can) fails every gate like any failed self-check. Only in a session that runs
+        the checklist on planted fixtures (``fixtures.canary_estimators``), not on a collect-only one, and not when
+        neither canary estimator has a judged check (a selection of self-checks only)."""
+        from bt_bench.checklist import gate
+        from bt_bench.plugin.fixtures import canary_estimators
+        from bt_bench.plugin.selection import runs_the_checklist
+
+        if self.config.option.collectonly or any(gate.cell_of(r)[0] == gate.CANARY for r in self.results):
+            return
+        if not (runs_the_checklist(self.config) and canary_estimators(self.settings)):
+            return  # the canary's estimators were not scored for it (someone else's tests, smoke, replayed evidence)
+        from bt_bench.checklist.registry import CHECKS
+
+        excluded = tuple(name for name, spec in CHECKS.items() if not spec.canary)
+        verdict = gate.canary(by_est, excluded=excluded, modified_thresholds=modified)
+        if verdict is not None:
+            self.results.append(gate.canary_record(verdict, excluded))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
         if self.worker:

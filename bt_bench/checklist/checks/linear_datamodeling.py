@@ -79,5 +79,8 @@ SPEC = CheckSpec(
     finding="Leave-half-out replays of the window: an estimator's summed scores over the kept rollouts must predict "
             "the behavior at W (Spearman, TRAK's LDS) better than every control's.",
     cell=cell, judge=judge, figure_parts=figure_parts, not_applicable=not_applicable,
+    # the oracle's GT indicator is no LDS ceiling (bpe: +0.18 / +0.12 / -0.13 by seed, below the advantage-weighted
+    # controls), so the oracle canary leaves this check out (docs/checklist.md, "Fixture self-checks")
+    canary=False,
     thresholds={"lds_margin": "LDS (Spearman over the profile's S half-subset replays) minus each control's, paired "
                               "bootstrap over subsets, must have CI lower bound above this"})
