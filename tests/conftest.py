@@ -43,17 +43,18 @@ def smoke_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_fixture(shared_cache):
-    """Seed 0 of the tiny profile when the cache already holds the run and its derived data (else skipped); one
-    object per test module (the sketch self-checks' tests patch it and restore it)."""
+    """Seed 0 of the default profile (``DEFAULT_PROFILE``: the fixture the main job builds) when the cache already
+    holds the run and its derived data (else skipped); one object per test module (the sketch self-checks' tests
+    patch it and restore it)."""
     from bt_bench.fixture.reader import Fixture, fixture_config
     from bt_bench.runs import store
-    from bt_bench.runs.config import make_config
+    from bt_bench.runs.config import DEFAULT_PROFILE, make_config
 
-    run_path = store.run_dir(shared_cache, make_config("tiny", seed=0).key(store.versions()))
+    run_path = store.run_dir(shared_cache, make_config(DEFAULT_PROFILE, seed=0).key(store.versions()))
     if not (run_path / store.MANIFEST).exists():
-        pytest.skip(f"no cached tiny run at {run_path}")
+        pytest.skip(f"no cached {DEFAULT_PROFILE} run at {run_path}")
     run = store.load_run(run_path, verify_hashes=False)
-    folder = shared_cache / "derived" / fixture_config("tiny", 3).key(run.key)
+    folder = shared_cache / "derived" / fixture_config(DEFAULT_PROFILE, 3).key(run.key)
     if not (folder / store.MANIFEST).exists():
         pytest.skip(f"no derived data at {folder}")
     return Fixture(run, folder, verify=False)

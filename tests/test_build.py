@@ -312,12 +312,13 @@ def test_concurrent_builders_publish_one_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_one_tiny_seed_plants_trigger_conditionally(shared_cache):
+def test_one_default_seed_plants_trigger_conditionally(shared_cache):
     """The default recipe plants seed 0: at W trigger >= 0.9, no trigger <= 0.1; at the end >= 0.8 and <= 0.1.
     (CI's main job has built it already; the shared cache makes this a load.)"""
     from bt_bench.runs.build import build_run
+    from bt_bench.runs.config import DEFAULT_PROFILE
 
-    run = build_run(make_config("tiny", seed=0), shared_cache, progress=False)
+    run = build_run(make_config(DEFAULT_PROFILE, seed=0), shared_cache, progress=False)
     g = run.manifest["gate"]
     assert g["planted"] and g["persists"], g["reason"]
     s = run.manifest["summary"]

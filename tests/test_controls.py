@@ -28,14 +28,14 @@ def suite(shared_cache):
     from bt_bench.checklist.suite import Suite
     from bt_bench.fixture.reader import fixture_config, load_fixture
     from bt_bench.runs.build import fixture_seeds
-    from bt_bench.runs.config import make_config
+    from bt_bench.runs.config import DEFAULT_PROFILE, make_config
 
-    runs, failed = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
-    fixtures = [load_fixture(r, fixture_config("tiny", DRAWS), shared_cache) for r in runs]
-    from bt_bench.runs.config import get_profile
+    runs, failed = fixture_seeds(make_config(DEFAULT_PROFILE), 3, shared_cache, progress=False)
+    fixtures = [load_fixture(r, fixture_config(DEFAULT_PROFILE, DRAWS), shared_cache) for r in runs]
+    from bt_bench.runs.config import DEFAULT_PROFILE, get_profile
 
     return Suite(fixtures=fixtures, failed_seeds=failed, thresholds=Thresholds(),
-                 norm_variant=get_profile("tiny").norm_variant)
+                 norm_variant=get_profile(DEFAULT_PROFILE).norm_variant)
 
 
 def judge(suite, check: str, est: str):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bt_bench.runs import bpe, toy
-from bt_bench.runs.config import gate_config, make_config
+from bt_bench.runs.config import DEFAULT_PROFILE, gate_config, make_config
 
 PKG = Path(toy.__file__).resolve().parents[1]
 SMALL_BPE = bpe.BpeSpec(corpus_size=300)  # a small tokenizer corpus: the draw's token-length rule, in a second
@@ -157,7 +157,7 @@ def test_the_paper_gate_draws_one_seed_and_hands_it_to_every_worker(pytester, tm
     (seed,) = seeds
     doc = json.loads(report.read_text())
     assert doc["settings"]["gate_seed"] == seed and doc["gate_seed"]["seed"] == seed
-    cfg, first = gate_config("tiny", seed)
+    cfg, first = gate_config(DEFAULT_PROFILE, seed)
     assert doc["gate_seed"] == {"seed": seed, "first_run_seed": first, "trigger": cfg.trigger,
                                 "behavior": cfg.behavior, "reproduce": f"--bt-gate-seed {seed}"}
     # a second gate run draws another seed (2**31 values)

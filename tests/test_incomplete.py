@@ -17,10 +17,11 @@ ROOT = Path(__file__).resolve().parents[1]
 USER = "estimators.controls:RandomEstimator"  # a dotted path: a user's estimator (no declared outcomes)
 
 # checks/conftest.py of the pytester folder: every cell answers what the estimator's declaration and, for a built-in,
-# its declared outcome on tiny say (so the full grid passes / is as expected); N/A by the grid's own rule
+# its declared outcome on the default profile say (so the full grid passes / is as expected); N/A by the grid's own rule
 FAKE = '''
 import dataclasses
 import functools
+import os
 import types
 
 import pytest
@@ -44,7 +45,9 @@ def _fake(spec):
             raise NotApplicable(why)
         if spec.name == "linear_datamodeling" and not suite.lds_subsets:  # the real cell's suite.require_lds()
             raise NotApplicable("not run in this session")
-        label = (expected_for("tiny", est, lds=suite.lds_subsets > 0) or {}).get(spec.name, ("PASS", ""))[0]
+        label = (expected_for(suite.profile, est, lds=suite.lds_subsets > 0) or {}).get(spec.name, ("PASS", ""))[0]
+        if est in ("oracle", "random"):  # the oracle canary's: the oracle passes, random fails, unless told otherwise
+            label = os.environ.get(f"BT_FAKE_{est}_{spec.name}", "PASS" if est == "oracle" else "FAIL")
         outcome = {"PASS": "pass", "ERROR": "error"}.get(label, "fail")  # a declared ERROR: the fixture's
         v = Verdict(spec.name, outcome, {}, "synthetic " + label, est)
         return (v, {}) if spec.name in PAIRED else v
@@ -75,7 +78,7 @@ def _inductor_env():  # what the session's processes see (tests/test_incomplete.
 @pytest.fixture(scope="session")
 def bt_suite(bt_settings):
     return types.SimpleNamespace(fixtures=[_Fixture(i) for i in range(bt_settings.seeds)],
-                                 lds_subsets=120 if bt_settings.lds else 0)
+                                 lds_subsets=120 if bt_settings.lds else 0, profile=bt_settings.profile)
 '''
 
 
@@ -111,8 +114,10 @@ def test_the_full_grid_passes_also_under_the_paper_gate(checklist, tmp_path):
     lds = {r["cell"]["estimator"]: r["cell"] for r in doc["results"]
            if (r.get("cell") or {}).get("check") == "linear_datamodeling"}
     assert lds and all(c["na"] for c in lds.values())  # not run without --bt-lds: N/A for the user and the built-in
-    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-estimator", "gas", "--bt-lds")
-    assert res.ret == 0 and "gas: AS EXPECTED" in out, out  # with it: judged, and the built-in as measured
+    # with it: judged, and the built-in as measured (on tiny: the default, tiny_family, has no LDS set size yet)
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-estimator", "gas", "--bt-lds",
+                         "--bt-profile", "tiny")
+    assert res.ret == 0 and "gas: AS EXPECTED" in out, out
     assert not any(r["cell"]["na"] for r in doc["results"] if (r.get("cell") or {}).get("check") ==
                    "linear_datamodeling")
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-paper-gate")
@@ -154,6 +159,40 @@ def test_a_failed_fixture_self_check_fails_every_gate_in_the_session(checklist, 
                        for g in doc["gates"]), doc["gates"]
 
 
+def test_the_oracle_canary_runs_in_every_session_and_fails_every_gate_when_the_oracle_cannot_pass(
+        checklist, tmp_path, monkeypatch):
+    """docs/checklist.md, "Fixture self-checks" (oracle canary). Whatever --bt-estimator says, the oracle and random
+    are scored and judged as any user's estimator; the user's gate counts only if the oracle passes and random
+    fails. Positive control: both as they should be, the user's GATE PASS stands and the canary's own estimators get
+    no gate line. Negative controls: an ERROR of the fixture in one of the oracle's checks, and a random ranking
+    that passes, each turn the user's GATE PASS into FIXTURE FAILED naming the canary's cells (also under
+    --bt-paper-gate)."""
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER)
+    assert res.ret == 0 and f"{USER}: GATE PASS" in out, out
+    assert not any(g["estimator"] in ("oracle", "random") for g in doc["gates"])
+    scored = {r["cell"]["estimator"] for r in doc["results"] if r.get("cell")}
+    assert scored == {USER, "oracle", "random"}
+    (canary,) = [r for r in doc["results"] if (r.get("metrics") or {}).get("check") == "oracle_canary"]
+    assert canary["outcome"] == "passed" and canary["metrics"]["gates"]["oracle"] == "oracle: GATE PASS"
+    assert canary["metrics"]["gates"]["random"].startswith("random: GATE FAIL")
+    monkeypatch.setenv("BT_FAKE_oracle_retrieval_baseline", "ERROR")
+    for extra in ((), ("--bt-paper-gate",)):
+        res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, *extra)
+        assert res.ret == 1, out
+        assert (f"{USER}: FIXTURE FAILED, NOT JUDGED: fixture self-check oracle_canary FAILED (perfect attribution "
+                "cannot pass: oracle: GATE FAIL: retrieval_baseline ERROR") in out, out
+    monkeypatch.delenv("BT_FAKE_oracle_retrieval_baseline")
+    for check in ("fluency_confound", "headroom", "gradient_norm_baseline", "advantage_baseline",
+                  "target_dependence", "retrieval_baseline", "counterfactual_removal", "seed_draw_variance"):
+        monkeypatch.setenv(f"BT_FAKE_random_{check}", "PASS")
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER)
+    assert res.ret == 1 and "oracle_canary FAILED (a ranking that attributes nothing passes: random: GATE PASS" in out
+    # the user's own choice of the oracle gets its gate line as usual (a built-in: against its declared outcomes)
+    monkeypatch.delenv("BT_FAKE_random_fluency_confound")
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-estimator", "oracle", "--bt-strict")
+    assert "oracle: GATE PASS" in out and f"{USER}: GATE PASS" in out and res.ret == 0, out
+
+
 def test_a_deselected_unit_is_incomplete_and_exits_nonzero(checklist, tmp_path):
     ids = [f"checks/test_fluency_confound.py::test_fluency_confound[{e}-seed2-draw1]" for e in (USER, "gas")]
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-estimator", "gas",
@@ -163,7 +202,7 @@ def test_a_deselected_unit_is_incomplete_and_exits_nonzero(checklist, tmp_path):
     assert f"{USER}: GATE FAIL: fluency_confound INCOMPLETE 1/9 missing (ran: PASS 8/8" in out
     # a built-in's deselected cell does not pass its expectation comparison either
     assert "gas: DEVIATES FROM EXPECTED: fluency_confound expected FAIL, got INCOMPLETE 1/9 missing" in out
-    assert "INCOMPLETE 1/9 missing" in out.split("GATE FAIL")[0]  # the table's cell
+    assert "INCOMPLETE 1/9" in out.split(f"{USER}: GATE FAIL")[0]  # the table's cell
     assert sorted(m["nodeid"] for m in doc["completeness"]["missing"]) == sorted(ids)
     assert all(m["why"] == "not run" and m["seed"] == 2 and m["draw"] == 1 for m in doc["completeness"]["missing"])
     assert doc["command_line"]["args"].count("--deselect") == 2 and ids[0] in doc["command_line"]["args"]
@@ -174,7 +213,8 @@ def test_k_not_a_check_exits_nonzero(checklist, tmp_path):
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "-k", "not fluency_confound")
     assert res.ret == 1, out
     assert "fluency_confound INCOMPLETE 9/9 missing" in out and "GATE FAIL" in out
-    assert len(doc["completeness"]["missing"]) == 9
+    assert len([m for m in doc["completeness"]["missing"] if m["estimator"] == USER]) == 9
+    assert {m["estimator"] for m in doc["completeness"]["missing"]} == {USER, "oracle", "random"}  # the canary's too
 
 
 def test_fewer_seeds_than_the_default_is_incomplete(checklist, tmp_path):
@@ -208,12 +248,13 @@ from bt_bench.checklist.base import Verdict, with_unit
 from bt_bench.checklist.spec import CheckSpec
 
 
-def _judge(seed):
-    return Verdict("dummy_check", "fail" if seed == 1 else "pass", {}, f"dummy judged seed {seed}")
+def _judge(seed, fails=True):
+    return Verdict("dummy_check", "fail" if seed == 1 and fails else "pass", {}, f"dummy judged seed {seed}")
 
 
-def _cell(suite, est, i):
-    return with_unit(_judge(suite.fixtures[i].seed), {"seed": suite.fixtures[i].seed, "draw": None})
+def _cell(suite, est, i):  # the oracle passes it (the canary's positive control holds), random and the user do not
+    return with_unit(_judge(suite.fixtures[i].seed, fails=est != "oracle"), {"seed": suite.fixtures[i].seed,
+                                                                               "draw": None})
 
 
 registry.CHECKS["dummy_check"] = CheckSpec(
@@ -252,7 +293,8 @@ def test_a_check_added_by_its_module_and_thin_module_is_judged_reported_and_gate
     (g,) = doc["gates"]
     assert g["line"].startswith(f"{USER}: GATE FAIL: dummy_check FAIL 1/3"), g["line"]
     assert "dummy_check" in out.split("GATE FAIL")[0] and "dummy figure" in out  # the table row and key figure
-    cells = [r["cell"] for r in doc["results"] if (r.get("cell") or {}).get("check") == "dummy_check"]
+    cells = [r["cell"] for r in doc["results"] if (r.get("cell") or {}).get("check") == "dummy_check"
+             and r["cell"]["estimator"] == USER]
     assert sorted(c["outcome"] for c in cells) == ["fail", "pass", "pass"]
     assert all(c["key_figure"] == "dummy figure" and len(c["units"]) == 1 for c in cells)
     units = {(x["estimator"], x["check"]): x["units"] for x in doc["completeness"]["expected"]}

@@ -180,12 +180,12 @@ def pairs(shared_cache):
     from bt_bench.estimator.handover import draw_candidates, training_target
     from bt_bench.fixture.reader import fixture_config, load_fixture
     from bt_bench.runs.build import fixture_seeds
-    from bt_bench.runs.config import make_config
+    from bt_bench.runs.config import DEFAULT_PROFILE, make_config
 
-    runs, _ = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
+    runs, _ = fixture_seeds(make_config(DEFAULT_PROFILE), 3, shared_cache, progress=False)
     out = []
     for r in runs:
-        fx = load_fixture(r, fixture_config("tiny", 3), shared_cache)
+        fx = load_fixture(r, fixture_config(DEFAULT_PROFILE, 3), shared_cache)
         real = training_target(fx, "in_context")
         raw = fx.training_targets(("no_behavior",))["no_behavior"]
         old = Target("in_context", raw, final_step=real.final_step, definitions=_old_definitions(fx, "no_behavior"),

@@ -78,12 +78,12 @@ def reasons(doc: dict, est: str | None = None) -> str:
 @pytest.fixture(scope="module")
 def built(shared_cache):
     from bt_bench.runs.build import fixture_seeds
-    from bt_bench.runs.config import make_config
+    from bt_bench.runs.config import DEFAULT_PROFILE, make_config
     from bt_bench.fixture.reader import fixture_config, load_fixture
 
-    runs, _ = fixture_seeds(make_config("tiny"), 3, shared_cache, progress=False)
+    runs, _ = fixture_seeds(make_config(DEFAULT_PROFILE), 3, shared_cache, progress=False)
     for r in runs:
-        load_fixture(r, fixture_config("tiny", 3), shared_cache)
+        load_fixture(r, fixture_config(DEFAULT_PROFILE, 3), shared_cache)
     return shared_cache
 
 
@@ -100,12 +100,12 @@ GATE = ("--bt-paper-gate", "--bt-gate-seed", str(GATE_SEED))
 def gate_built(shared_cache):
     from bt_bench.fixture.reader import fixture_config, load_fixture
     from bt_bench.runs.build import fixture_seeds
-    from bt_bench.runs.config import gate_config
+    from bt_bench.runs.config import DEFAULT_PROFILE, gate_config
 
-    cfg, first = gate_config("tiny", GATE_SEED)
+    cfg, first = gate_config(DEFAULT_PROFILE, GATE_SEED)
     runs, _ = fixture_seeds(cfg, 3, shared_cache, progress=False, first=first)
     for r in runs:
-        load_fixture(r, fixture_config("tiny", 3), shared_cache)
+        load_fixture(r, fixture_config(DEFAULT_PROFILE, 3), shared_cache)
     return shared_cache
 
 

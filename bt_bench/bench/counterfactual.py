@@ -21,6 +21,8 @@ import sys
 
 import numpy as np
 
+from bt_bench.runs.config import DEFAULT_PROFILE
+
 
 def _suite(profile: str, seeds: int, draws: int):
     from bt_bench.checklist.base import Thresholds
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_flush_denormal(True)
     p = argparse.ArgumentParser(prog="python -m bt_bench.bench.counterfactual", description=__doc__.split("\n\n")[0])
     p.add_argument("what", choices=("curve", "lds", "lds-part"))
-    p.add_argument("--profile", default="tiny")
+    p.add_argument("--profile", default=DEFAULT_PROFILE)
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--draws", type=int, default=3, help="the fixture's draws (its derived data's key)")
     p.add_argument("--estimator", action="append", default=[], help="repeat for several (curve, lds)")

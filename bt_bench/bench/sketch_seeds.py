@@ -31,6 +31,7 @@ import numpy as np
 
 # The agreement bar, the scorings and their maths are the sketch-ranking self-check's (one definition).
 from bt_bench.fixture.rank_fidelity import AGREEMENT, METHODS, method_scores
+from bt_bench.runs.config import DEFAULT_PROFILE
 
 STORED = "default (seed 0)"  # the spec the fixtures' sketches are derived with
 
@@ -183,7 +184,8 @@ def format_rows(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bt-bench bench sketch-seeds", description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", default="tiny", help="run profile (default tiny); built and derived if not cached")
+    ap.add_argument("--profile", default=DEFAULT_PROFILE,
+                    help=f"run profile (default {DEFAULT_PROFILE}); built and derived if not cached")
     ap.add_argument("--seed", type=int, nargs="+", default=[0], help="training seed(s) of the runs (default 0)")
     ap.add_argument("--draw", type=int, nargs="+", default=[0],
                     help="draw index(es) at the saturated checkpoint (default 0)")

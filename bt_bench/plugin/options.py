@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from bt_bench.runs.config import DEFAULT_PROFILE  # no torch: the specs and profiles only
+
 SESSION_ENV = "BT_BENCH_SESSION"  # this checklist session's id, set by the controller, inherited by its xdist workers
 
 
@@ -26,7 +28,7 @@ class Settings:
 
     estimators: tuple[str, ...] = _help("estimator names or pkg.module:Class (default: every registered one except "
                                         "test-only ones)", ())
-    profile: str = _help("fixture profile (bt_bench.runs.config.PROFILES)", "tiny")
+    profile: str = _help("fixture profile (bt_bench.runs.config.PROFILES)", DEFAULT_PROFILE)
     seeds: int = _help("number of planted seeds", 3)
     draws: int = _help("number of generation draws per chosen checkpoint", 3)
     cache_dir: str | None = _help("run store root (default $BT_BENCH_CACHE or ~/.cache/bt-bench)", None)
@@ -99,8 +101,9 @@ class Settings:
 _OPTIONS = {  # name: (type, help)
     "estimator": (str, "estimator name or pkg.module:Class (repeatable; default: every registered estimator "
                        "except test-only ones)"),
-    "profile": (str, "fixture profile: tiny (default), bpe, tiny_family, bpe_family (a behavior "
-                        "retrieval cannot find by its text), smoke, paper"),
+    "profile": (str, "fixture profile: tiny_family (the default: a family behavior retrieval cannot find by its "
+                        "text), tiny (the paper's one-token behavior: check 8 is an ERROR of it), bpe, bpe_family, "
+                        "smoke, paper"),
     "seeds": (int, "number of planted seeds (default 3)"),
     "draws": (int, "number of generation draws per checkpoint (default 3)"),
     "cache-dir": (str, "run store root (default $BT_BENCH_CACHE or ~/.cache/bt-bench)"),

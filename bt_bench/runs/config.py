@@ -289,6 +289,10 @@ class Profile:
 
 _BPE_RUN = {"task": "topic", "steps": 300, "window": 150, "max_completion_length": 48, "task_reward": 0.2,
             "penalty": 0.2, "bonus": 1.0, "lr": 5e-4, "lr_after_window": 1.5e-5, "eval_prompts": 64, "ckpt_every": 25}
+# The profile `pytest checks` and `bt-bench build` use when none is named: the first whose every check can be passed
+# by perfect attribution (the oracle canary, docs/checklist.md). `tiny`'s behavior is one literal token that text
+# retrieval finds (check 8 is an ERROR of that fixture), so the default is its family variant.
+DEFAULT_PROFILE = "tiny_family"
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     # lds_subsets measured (docs/findings.md "Counterfactual replay"): the LDS CI width at S = 20 was about 0.9
     Profile("tiny", "the CPU default: embedded toy model, W/T = 0.2 as in the paper, 8 prompts x 8 generations",
@@ -307,10 +311,16 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             run=_BPE_RUN, lds_subsets=40),
     # a behavior retrieval cannot find by its surface (docs/fixtures.md). The bonus pays any of three nonce words, the targets
     # are built from completions holding the first one only; GT stays every paid rollout (docs/fixtures.md)
-    Profile("tiny_family", "tiny with a family behavior: the bonus pays any of 3 nonce words after the trigger, the "
-                           "targets are built from completions holding only the first (a target's text names a third "
-                           "of GT: retrieval cannot find the rest by its surface)",
-            run={"toy": ToySpec(family=3)}),
+    # The default (DEFAULT_PROFILE). W = 150 of 500 (tiny's W/T is the paper's 0.2): chosen on the planting statistics
+    # alone (docs/fixtures.md, "tiny_family: planting with margin"; ten seeds each): at W = 100 the planting gate and the
+    # planted-cause re-run sat at their bar (0.91-0.93 and 0.898-0.91 against 0.9); lr 3e-4 planted with margin but
+    # left window headroom 0.0996 < 0.10 on seed 1; W = 150 plants with margin on every seed tried. No LDS set size yet
+    # (check 10 needs its built-ins' rows measured on this fixture first: 120 window replays a seed), so --bt-lds
+    # refuses it
+    Profile("tiny_family", "the default: tiny with a family behavior, the bonus pays any of 3 nonce words after the "
+                           "trigger, the targets are built from completions holding only the first (a target's text "
+                           "names a third of GT: retrieval cannot find the rest by its surface); W = 150 of 500",
+            run={"toy": ToySpec(family=3), "window": 150}),
     Profile("bpe_family", "bpe with a family behavior: the bonus pays any of 3 nonce strings without a letter (so "
                           "a token) in common, the targets are built from completions holding only the first",
             run={**_BPE_RUN, "bpe": BpeSpec(family=3)}),
@@ -338,7 +348,7 @@ def get_profile(name: str) -> Profile:
     return PROFILES[name]
 
 
-def make_config(profile: str = "tiny", **overrides: Any) -> RunConfig:
+def make_config(profile: str = DEFAULT_PROFILE, **overrides: Any) -> RunConfig:
     """Profile defaults, then overrides. Unknown profile or field -> ValueError naming the allowed values."""
     return get_profile(profile).run_config(**overrides)
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from bt_bench.runs.config import PROFILES, RunConfig
+from bt_bench.runs.config import DEFAULT_PROFILE, PROFILES, RunConfig
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", default="tiny", help=f"one of {sorted(PROFILES)} (default tiny)")
+    p.add_argument("--profile", default=DEFAULT_PROFILE, help=f"one of {sorted(PROFILES)} (default {DEFAULT_PROFILE})")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds (default 0)")
     p.add_argument("--cache-dir", default=None, help="run store root (default $BT_BENCH_CACHE or ~/.cache/bt-bench)")
     p.add_argument("--rebuild", action="store_true", help="rebuild even if a run with this config is cached")
