@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bt_bench.runs.config import DEFAULT_PROFILE  # the fixture the checklist runs by default: the one prepared on
+
 
 def row_keys(prompt_ids, prompt_mask, completion_ids, completion_mask) -> list[str]:
     """One 12-hex key per row: sha256 of the unpadded prompt and completion token ids."""
@@ -45,12 +47,12 @@ def vec_key(v) -> str:
 
 
 def build_table(cache: Path, reference_only: bool = True) -> dict:
-    """Positives and real-target keys of every tiny run and derived fixture in ``cache`` (``reference_only``: the
+    """Positives and real-target keys of every default-profile run and derived fixture in ``cache`` (``reference_only``: the
     reference fixture's, what an attacker has before a gate run; the shared test cache also holds a gate's)."""
     pos, real, keep = set(), set(), set()
     for m in sorted(Path(cache, "runs").glob("*/manifest.json")):
         man = json.loads(m.read_text())
-        if man["config"]["profile"] != "tiny" or man["config"]["ablation"] != "none":
+        if man["config"]["profile"] != DEFAULT_PROFILE or man["config"]["ablation"] != "none":
             continue
         if reference_only and "nonce_seed" in man["config"]["toy"]:
             continue
