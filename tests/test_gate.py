@@ -111,6 +111,14 @@ def test_the_oracle_canary_passes_only_when_the_oracle_passes_and_random_fails()
     # nothing to judge: no canary estimator scored, or only INCOMPLETE cells (a selection of self-checks)
     assert gate.canary({"mine": {"headroom": _cr("mine", "headroom", gate.PASS)}}) is None
     assert gate.canary(_canary_cells({"headroom": gate.INCOMPLETE}, {"headroom": gate.INCOMPLETE})) is None
+    # a selection that keeps another estimator's verdicts but drops the canary's (e.g. -k mine) fails the canary
+    dropped = _canary_cells({"headroom": gate.PASS, "fluency_confound": gate.INCOMPLETE},
+                            {"headroom": gate.FAIL, "fluency_confound": gate.INCOMPLETE})
+    assert gate.canary(dropped, required=["headroom"])[0]
+    ok, problems, _ = gate.canary(dropped, required=["headroom", "fluency_confound"])
+    assert not ok and problems[0].startswith("oracle has no verdict on fluency_confound (deselected or lost)")
+    none = _canary_cells({"headroom": gate.INCOMPLETE}, {"headroom": gate.INCOMPLETE})
+    assert not gate.canary(none, required=["headroom"])[0]  # nothing of the canary ran, the user's cells did
     # one of the two not scored at all is a problem, not a pass
     assert gate.canary(_canary_cells({"headroom": gate.PASS}, {}))[1] == (
         "random was not scored on any check the canary judges",)

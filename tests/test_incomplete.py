@@ -8,6 +8,7 @@ lists the missing units and the command line. The gate's own rules are unit-test
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -187,8 +188,14 @@ def test_the_oracle_canary_runs_in_every_session_and_fails_every_gate_when_the_o
         monkeypatch.setenv(f"BT_FAKE_random_{check}", "PASS")
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER)
     assert res.ret == 1 and "oracle_canary FAILED (a ranking that attributes nothing passes: random: GATE PASS" in out
+    # a selection that keeps the user's cells and drops the canary's cannot keep the user's GATE PASS
+    for var in list(os.environ):
+        if var.startswith("BT_FAKE_"):
+            monkeypatch.delenv(var)
+    res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "-k", "controls")
+    assert res.ret == 1 and f"{USER}: FIXTURE FAILED, NOT JUDGED: fixture self-check oracle_canary FAILED (oracle has " \
+        "no verdict on" in out, out
     # the user's own choice of the oracle gets its gate line as usual (a built-in: against its declared outcomes)
-    monkeypatch.delenv("BT_FAKE_random_fluency_confound")
     res, out, doc = _run(checklist, tmp_path, "--bt-estimator", USER, "--bt-estimator", "oracle", "--bt-strict")
     assert "oracle: GATE PASS" in out and f"{USER}: GATE PASS" in out and res.ret == 0, out
 

@@ -269,18 +269,26 @@ CANARY_PASSES, CANARY_FAILS = ("oracle",), ("random",)
 
 
 def canary(by_est: Mapping[str, Mapping[str, CheckResult]], *, excluded: Sequence[str] = (),
-           modified_thresholds: bool = False) -> tuple[bool, tuple[str, ...], dict[str, str]] | None:
+           required: Iterable[str] = (), modified_thresholds: bool = False
+           ) -> tuple[bool, tuple[str, ...], dict[str, str]] | None:
     """(passed, problems, {estimator: gate line}) of the oracle canary over ``by_est`` = {estimator: {check:
     CheckResult}} (``checks`` of a session's results), or None when no canary estimator has a judged check (nothing to judge:
     replayed evidence, or a selection of self-checks only). A check left INCOMPLETE by a test selection is not the
     fixture's doing and is left out (the selection already fails every gate it touches); every other label counts as
-    it would for a user's estimator."""
+    it would for a user's estimator. ``required``: the checks another estimator of the session was judged on; a
+    canary estimator left without a verdict on one of them (its cells deselected, e.g. ``-k mine``) fails the canary,
+    so a selection cannot keep a verdict while dropping the canary's."""
     judged = {est: {c: r for c, r in (by_est.get(est) or {}).items() if c not in excluded and r.label != INCOMPLETE}
               for est in (*CANARY_PASSES, *CANARY_FAILS)}
-    if not any(judged.values()):
+    required = sorted(set(required) - set(excluded))
+    if not any(judged.values()) and not required:
         return None
     problems, lines = [], {}
     for est, cells in judged.items():
+        left = [c for c in required if c not in cells]
+        if left:
+            problems.append(f"{est} has no verdict on {', '.join(left)} (deselected or lost), which other estimators "
+                            "were judged on: the canary cannot vouch for those checks")
         if not cells:
             problems.append(f"{est} was not scored on any check the canary judges")
             continue

@@ -142,7 +142,9 @@ class BtSession:
         from bt_bench.checklist.registry import CHECKS
 
         excluded = tuple(name for name, spec in CHECKS.items() if not spec.canary)
-        verdict = gate.canary(by_est, excluded=excluded, modified_thresholds=modified)
+        required = {c for e, cells in by_est.items() if e not in (*gate.CANARY_PASSES, *gate.CANARY_FAILS)
+                    for c, r in cells.items() if r.label not in (gate.INCOMPLETE, gate.NA)}
+        verdict = gate.canary(by_est, excluded=excluded, required=required, modified_thresholds=modified)
         if verdict is not None:
             self.results.append(gate.canary_record(verdict, excluded))
 
