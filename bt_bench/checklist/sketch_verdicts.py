@@ -96,6 +96,12 @@ def unit(check: str, name: str, bar: float, exact: float, stored: float, **where
             "agrees": e == s == d}
 
 
+def _least_spearman(by_target: dict, method: str) -> float:
+    """Check 4's draw stability of one scoring: the smallest Spearman between draw 0's scores under two targets."""
+    v = {d: np.asarray(x[method]) for d, x in by_target.items()}
+    return min(metrics.spearman(v[a], v[b]) for a, b in itertools.combinations(sorted(v), 2))
+
+
 def fixture_units(scored: dict, th: Thresholds = Thresholds()) -> list[dict]:
     """Every compared unit of one fixture's ``rank_fidelity.fixture_scores`` report."""
     out: list[dict] = []
@@ -118,11 +124,9 @@ def fixture_units(scored: dict, th: Thresholds = Thresholds()) -> list[dict]:
         stab = entry.get("stability")
         if stab:
             for m in methods:
-                ex_by = {d: np.asarray(v[m]) for d, v in stab["exact"].items()}
-                ex = min(metrics.spearman(ex_by[a], ex_by[b]) for a, b in itertools.combinations(sorted(ex_by), 2))
+                ex = _least_spearman(stab["exact"], m)
                 for k, per in stab["stored"].items():
-                    st_by = {d: np.asarray(v[m]) for d, v in per.items()}
-                    st = min(metrics.spearman(st_by[a], st_by[b]) for a, b in itertools.combinations(sorted(st_by), 2))
+                    st = _least_spearman(per, m)
                     out.append(unit(checks["draw_stability"], "draw_stability", bars["draw_stability"], float(ex),
                                     float(st), seed=scored["seed"], kind="saturated", draw=0, sketch_seed=k, method=m))
     return out
