@@ -102,8 +102,21 @@ def _load(run, fcfg, cache_dir):
     folder.mkdir(parents=True, exist_ok=True)
     return types.SimpleNamespace(first=run.gate_first, folder=folder)
 
+_CAN = os.environ.get("CANARY_AT")
+CANARY_BAD = [attempt_seeds(int(os.environ["DRAWN"]), 8)[int(_CAN)]] if _CAN else []  # attempts the oracle fails
+
+def _canary(config, tmp_path_factory, s, prepared, key):  # the real one judges oracle and random on a real suite
+    from bt_bench.runs.config import gate_config
+    first = prepared["runs"][0].gate_first
+    with open(LOG + ".canary", "a") as f:
+        f.write(json.dumps({"canary": first, "pid": os.getpid()}) + "\\n")
+    if first in {gate_config("tiny", g)[1] for g in CANARY_BAD}:
+        return ["fixture self-check oracle_canary FAILED (perfect attribution cannot pass: oracle: GATE FAIL (fake))"]
+    return []
+
 reader.load_fixture = _load
 sv.fixture_verdicts_memo, sv.judge = _ranking, _judge
+F._canary_screen = _canary
 '''
 
 TESTS = '''
@@ -115,11 +128,13 @@ def test_other(bt_runs):
 '''
 
 
-def _session(pytester, tmp_path, monkeypatch, drawn: int, reject: int, *args, unplanted_at: int | None = None):
+def _session(pytester, tmp_path, monkeypatch, drawn: int, reject: int, *args, unplanted_at: int | None = None,
+             canary_at: int | None = None):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_gate_fake=TESTS)
     log = tmp_path / "screened.jsonl"
-    for k, v in (("LOG", log), ("DRAWN", drawn), ("REJECT", reject), ("UNPLANTED_AT", unplanted_at)):
+    for k, v in (("LOG", log), ("DRAWN", drawn), ("REJECT", reject), ("UNPLANTED_AT", unplanted_at),
+                 ("CANARY_AT", canary_at)):
         monkeypatch.setenv(k, "" if v is None else str(v))
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test may itself run on a worker
     report = tmp_path / "r.json"
@@ -143,10 +158,10 @@ def test_rejected_gate_seeds_are_redrawn_once_for_every_worker_and_reported(pyte
     cache = tmp_path / "cache"
     assert [(cache / "runs" / f"run{f}").exists() for f in firsts] == [False, False, True]
     assert [(cache / "derived" / f"run{f}").exists() for f in firsts] == [False, False, True]
-    r.stdout.fnmatch_lines([f"*gate seed {seeds[0]} not judged: its fixtures fail the sketch-ranking self-check*",
+    r.stdout.fnmatch_lines([f"*gate seed {seeds[0]} not judged: its fixtures fail the screen before scoring*",
                             f"*fresh fixtures of gate seed {seeds[2]}*"])
     # while it works: one progress line per rejection (from one worker), naming the next attempt
-    said = r.stdout.str().count(f"gate seed {seeds[0]}: its fixtures fail the sketch-ranking self-check")
+    said = r.stdout.str().count(f"gate seed {seeds[0]}: its fixtures fail the screen before scoring")
     assert said == 1 and f"drawing gate seed {seeds[1]} (attempt 2 of 6)" in r.stdout.str(), r.stdout.str()[-3000:]
     assert r.ret == 0
 
@@ -168,6 +183,30 @@ def test_a_gate_seed_whose_runs_do_not_plant_is_redrawn_and_its_runs_removed(pyt
     assert sorted(p.name for p in (tmp_path / "cache" / "runs").iterdir()) == [f"run{gate_config_first(seeds[1])}"]
 
 
+def test_a_gate_seed_whose_fixtures_the_oracle_cannot_pass_is_redrawn_before_scoring(pytester, tmp_path, monkeypatch):
+    """The oracle canary is part of the screen. The first attempt passes the sketch screen but fails the
+    canary: it is rejected with the canary's problem, its data leave the cache, and the next attempt is judged. Its
+    canary ran once per worker (both workers compute the cells; one decision is shared)."""
+    r, doc, _ = _session(pytester, tmp_path, monkeypatch, 31, 0, "-n", "2", canary_at=0)
+    seeds = attempt_seeds(31, 6)
+    g = doc["gate_seed"]
+    assert g["seed"] == seeds[1] and [x["seed"] for x in g["rejected"]] == [seeds[0]], g
+    assert "oracle_canary FAILED (perfect attribution cannot pass" in g["rejected"][0]["problems"][0]
+    canaried = [json.loads(x)["canary"] for x in (tmp_path / "screened.jsonl.canary").read_text().splitlines()]
+    assert sorted(canaried) == sorted([gate_config_first(seeds[0])] * 2 + [gate_config_first(seeds[1])] * 2)
+    assert sorted(p.name for p in (tmp_path / "cache" / "runs").iterdir()) == [f"run{gate_config_first(seeds[1])}"]
+    r.stdout.fnmatch_lines([f"*gate seed {seeds[0]} not judged: its fixtures fail the screen before scoring*oracle_canary FAILED*"])
+    assert r.ret == 0
+
+
+def test_the_canary_runs_only_on_seeds_that_pass_the_sketch_screen(pytester, tmp_path, monkeypatch):
+    """Control: a seed rejected by the sketch screen is not canaried (nothing is scored on it)."""
+    _, doc, _ = _session(pytester, tmp_path, monkeypatch, 31, 1, "-p", "no:xdist")
+    seeds = attempt_seeds(31, 6)
+    canaried = [json.loads(x)["canary"] for x in (tmp_path / "screened.jsonl.canary").read_text().splitlines()]
+    assert canaried == [gate_config_first(seeds[1])] and doc["gate_seed"]["seed"] == seeds[1]
+
+
 def gate_config_first(seed: int) -> int:
     from bt_bench.runs.config import gate_config
 
@@ -177,14 +216,14 @@ def gate_config_first(seed: int) -> int:
 def test_no_passing_attempt_stops_the_session_before_scoring(pytester, tmp_path, monkeypatch):
     r, doc, screened = _session(pytester, tmp_path, monkeypatch, 31, 3, "-p", "no:xdist", "--bt-gate-attempts", "3")
     assert r.ret != 0 and len(screened) == 3
-    r.stdout.fnmatch_lines(["*no fresh fixtures the sketch resolves: all 3 gate seeds drawn from 31 fail*"])
+    r.stdout.fnmatch_lines(["*no fresh fixtures that can gate: all 3 gate seeds drawn from 31 fail*"])
     assert r.parseoutcomes().get("errors") == 2  # both tests: their fixture failed, nothing ran
     assert not list((tmp_path / "cache" / "runs").iterdir())  # no attempt's data stays behind
     seeds = attempt_seeds(31, 3)  # the report says what was tried, though no test ran
     assert doc["gate_seed"] == {"seed": None, "drawn": 31, "reproduce": "--bt-gate-seed 31", "rejected": [
         {"seed": x, "problems": [f"tracin: median Spearman 0.5 < 0.95 (fake, run seed {gate_config_first(x)})"]}
         for x in seeds]}, doc["gate_seed"]
-    r.stdout.fnmatch_lines(["*no gate seed drawn from 31 gave fixtures the sketch resolves: nothing judged*"])
+    r.stdout.fnmatch_lines(["*no gate seed drawn from 31 gave fixtures that can gate: nothing judged*"])
 
 
 @pytest.mark.parametrize("bad", ["0", "-2"])

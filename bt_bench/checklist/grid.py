@@ -26,6 +26,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
 
+
 @dataclasses.dataclass(frozen=True)
 class Unit:
     """One expected cell. ``seed`` is the seed parameter of the node id (``seed<i>``: the i-th planted seed of the
@@ -48,7 +49,7 @@ class Unit:
                 -1 if self.draw is None else self.draw)
 
 
-def _pools_draws(cell: Callable) -> bool:
+def pools_draws(cell: Callable) -> bool:
     """Whether a check's cell judges several draws inside one unit (it takes the number of draws)."""
     return "draws" in inspect.signature(cell).parameters
 
@@ -130,7 +131,7 @@ class Grid:
         spec = CHECKS[check]
         if spec.unit == "all" and self.ran_seeds < self.seeds:
             return f"judged on {self.ran_seeds} of {self.seeds} seeds (--bt-seeds {self.ran_seeds})"
-        if _pools_draws(spec.cell) and self.ran_draws < self.draws:
+        if pools_draws(spec.cell) and self.ran_draws < self.draws:
             return f"judged on {self.ran_draws} of {self.draws} draws (--bt-draws {self.ran_draws})"
         return None
 
@@ -169,4 +170,4 @@ class Grid:
                 "missing": list(missing)}
 
 
-__all__ = ["Grid", "Unit", "expected_units", "unit_of"]
+__all__ = ["Grid", "Unit", "expected_units", "pools_draws", "unit_of"]

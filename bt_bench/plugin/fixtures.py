@@ -55,7 +55,8 @@ def bt_runs(pytestconfig, bt_settings, tmp_path_factory):
     """The planted runs: the first ``--bt-seeds`` seeds of 0, 1, 2, ... (of a gate's fresh fixtures: from its drawn
     first seed on, ``gate_config``) that pass the planting gate (every seed for
     a profile whose gate does not apply), and the failed ones; with ``--bt-fixture``, the pack's. Fresh fixtures
-    come from the first gate seed whose fixtures pass the sketch-ranking self-check (``_fresh_runs``)."""
+    come from the first gate seed whose fixtures pass the sketch-ranking self-check and the oracle canary
+    (``_fresh_runs``)."""
     from bt_bench.runs.config import make_config
 
     if bt_settings.fixture:
@@ -88,7 +89,8 @@ def _planted(cfg, first: int, s: Settings, config: pytest.Config) -> dict:
 
 def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
     """``bt_runs`` of fresh fixtures: gate seeds are tried in ``gate_draw``'s order until one's fixtures plant and
-    pass the sketch-ranking self-check (built, derived and screened before any estimator is scored); the result
+    pass the sketch-ranking self-check and then the oracle canary (built, derived and screened before any
+    estimator of the session is scored); the result
     carries ``gate`` (drawn, accepted, rejected) for the report. None passing stops the session here."""
     from bt_bench.checklist.sketch_verdicts import fixture_verdicts_memo, judge
     from bt_bench.fixture.reader import fixture_config, load_fixture
@@ -109,6 +111,7 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
         return out
 
     def screen(prepared: dict) -> list[str]:
+        key = prepared.get("key") or "-".join(r.key for r in prepared["runs"])
         if "problems" in prepared:
             def compute():
                 return prepared["problems"]
@@ -116,9 +119,12 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
             def compute():
                 return judge([fixture_verdicts_memo(fx, _stats_folder(s), effective_thresholds(s))
                               for fx in prepared["fixtures"]])
-        key = prepared.get("key") or "-".join(r.key for r in prepared["runs"])
-        return _once_per_session(config, tmp_path_factory, f"gate-screen-{key}", compute,
-                                 then=lambda problems: _discard(prepared, s) if problems else None)
+        problems = _once_per_session(config, tmp_path_factory, f"gate-screen-{key}", compute)
+        if not problems and "fixtures" in prepared:  # the oracle canary, before anyone else is scored
+            problems = _canary_screen(config, tmp_path_factory, s, prepared, key)
+        # one decision for every worker; a rejected seed's data leaves the cache once all of them have it
+        return _once_per_session(config, tmp_path_factory, f"gate-decision-{key}", lambda: problems,
+                                 then=lambda got: _discard(prepared, s) if got else None)
 
     quiet = worker_index(config) != 0  # every worker takes the same decision; one of them says so
     res = gate_draw.choose(s.gate_seed, s.gate_attempts, prepare, screen, note=(lambda line: None) if quiet else emit)
@@ -126,6 +132,25 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
     if res["accepted"] is None:
         pytest.fail(gate_draw.none_passed(res), pytrace=False)  # every test errors with it: nothing is scored
     return {**res["prepared"], "gate": {k: res[k] for k in ("drawn", "accepted", "rejected")}}
+
+
+def _canary_screen(config: pytest.Config, tmp_path_factory, s: Settings, prepared: dict, key: str) -> list[str]:
+    """The oracle canary on a gate seed's fixtures (``bt_bench.checklist.canary_cells``): [] when the oracle passes
+    and random fails, judged as the session will judge them, else why not. Every worker computes the cells (the
+    second from the other end, so the counterfactual replays both need are split by their locks and their scores
+    land in the session's score cache for the tests); the first worker's answer is everyone's. The suite is kept in
+    ``prepared`` for ``bt_suite``."""
+    from bt_bench.checklist.canary_cells import canary_problems, canary_records
+    from bt_bench.plugin.options import modified_thresholds
+    from bt_bench.runs.progress import emit
+
+    if worker_index(config) == 0:
+        emit("gate seed screen: the oracle canary (oracle and random judged on every check it takes) before any "
+             "estimator of the session is scored")
+    prepared["suite"] = _suite(s, prepared["fixtures"], prepared["failed"])
+    records = canary_records(prepared["suite"], s.draws, reverse=worker_index(config) % 2 == 1)
+    problems = canary_problems(records, modified_thresholds=bool(modified_thresholds(s)))
+    return _once_per_session(config, tmp_path_factory, f"gate-canary-{key}", lambda: problems)
 
 
 def _publish_draw(config: pytest.Config, tmp_path_factory, draw: dict) -> None:
@@ -200,28 +225,31 @@ def _discard(prepared: dict, s: Settings) -> None:
 @pytest.fixture(scope="session")
 def bt_suite(pytestconfig, bt_runs, bt_settings):
     """Fixtures with their derived data (checkpoint sketches, draws, targets), built once per run and cached."""
-    from bt_bench.checklist.suite import Suite
     from bt_bench.fixture.reader import fixture_config, load_fixture
-    from bt_bench.runs.config import get_profile
 
-    th = effective_thresholds(bt_settings)
-    fcfg = fixture_config(bt_settings.profile, bt_settings.draws, th)
+    fcfg = fixture_config(bt_settings.profile, bt_settings.draws, effective_thresholds(bt_settings))
     runs = bt_runs["runs"]
     if "packed" in bt_runs:  # --bt-fixture: the pack's derived data for these settings, never derived here
-        fixtures = [p.fixture(fcfg) for p in bt_runs["packed"]]
-        return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
-                     norm_variant=get_profile(bt_settings.profile).norm_variant,
-                     lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0,
-                     score_cache=_score_cache(bt_settings), stats_folder=_stats_folder(bt_settings))
+        return _suite(bt_settings, [p.fixture(fcfg) for p in bt_runs["packed"]], bt_runs["failed"])
+    if "suite" in bt_runs:  # fresh fixtures: their suite was built when the gate seed's canary was screened
+        return bt_runs["suite"]
     if "fixtures" in bt_runs:  # fresh fixtures: derived and loaded when their gate seed was screened
         fixtures = bt_runs["fixtures"]
     else:
         _derive(list(runs), fcfg, bt_settings.cache_dir, pytestconfig)
         fixtures = [load_fixture(run, fcfg, bt_settings.cache_dir) for run in runs]
-    return Suite(fixtures=fixtures, failed_seeds=bt_runs["failed"], thresholds=th,
-                 norm_variant=get_profile(bt_settings.profile).norm_variant,
-                 lds_subsets=get_profile(bt_settings.profile).lds_subsets if bt_settings.lds else 0,
-                 score_cache=_score_cache(bt_settings), stats_folder=_stats_folder(bt_settings))
+    return _suite(bt_settings, fixtures, bt_runs["failed"])
+
+
+def _suite(s: Settings, fixtures: list, failed: list):
+    """The session's ``Suite`` over loaded fixtures (thresholds, norm variant, LDS subsets, score cache, stats)."""
+    from bt_bench.checklist.suite import Suite
+    from bt_bench.runs.config import get_profile
+
+    return Suite(fixtures=fixtures, failed_seeds=failed, thresholds=effective_thresholds(s),
+                 norm_variant=get_profile(s.profile).norm_variant,
+                 lds_subsets=get_profile(s.profile).lds_subsets if s.lds else 0,
+                 score_cache=_score_cache(s), stats_folder=_stats_folder(s))
 
 
 def _score_cache(s):

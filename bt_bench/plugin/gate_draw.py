@@ -1,5 +1,5 @@
-"""Fresh fixtures the instrument can judge: a gate seed whose fixtures fail the sketch-ranking self-check is
-redrawn before any estimator is scored.
+"""Fresh fixtures that can gate: a gate seed whose fixtures fail the sketch-ranking self-check or the oracle canary
+is redrawn before any estimator is scored.
 
 A gate seed draws the fixtures' nonce strings and word ids (``runs.config.gate_config``), and with them how far the
 stored k = 4096 sketches resolve a draw's ranking. Measured on tiny (docs/running.md, "Fresh fixtures"): on gate
@@ -12,12 +12,15 @@ hand. Now the harness takes it, as the planting gate skips seeds that do not pla
 - the attempts are the drawn seed, then seeds derived from it (:func:`attempt_seeds`: a hash, so ``--bt-gate-seed
   S`` reproduces the whole sequence, and nothing about them can be chosen);
 - each attempt's fixtures are built, derived and screened with the sketch-ranking self-check (``judge`` of
-  ``bt_bench.fixture.rank_fidelity``, the check's own code and bars, estimator-free); the first that passes is used;
+  ``bt_bench.checklist.sketch_verdicts``, the check's own code and bars), then with the oracle canary (oracle and
+  random judged on every check it takes, ``bt_bench.checklist.canary_cells``: a fixture on which perfect attribution
+  cannot pass gates nobody); the first that passes both is used;
 - every rejected seed and its problems go into the report (``gate_seed.rejected``); when none of ``--bt-gate-attempts``
   passes, the session stops before scoring with all of them named.
 
 What a verdict then means: a verdict on fixtures where the sketch resolves exact gradients' ranking, which is the
-condition under which any draw-level verdict means something. The self-check itself still runs in the session.
+condition under which any draw-level verdict means something, on fixtures that perfect attribution passes and a
+random ranking fails. Both self-checks still run in the session.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from typing import Any
+
+SCREEN = "the screen before scoring (the sketch-ranking self-check or the oracle canary)"
 
 
 def attempt_seeds(gate_seed: int, attempts: int) -> list[int]:
@@ -56,13 +61,13 @@ def choose(gate_seed: int, attempts: int, prepare: Callable[[int], Any], screen:
             return {"drawn": int(gate_seed), "accepted": seed, "rejected": rejected, "prepared": prepared}
         rejected.append({"seed": seed, "problems": problems})
         nxt = f"; drawing gate seed {seeds[i + 1]} (attempt {i + 2} of {len(seeds)})" if i + 1 < len(seeds) else ""
-        note(f"gate seed {seed}: its fixtures fail the sketch-ranking self-check ({'; '.join(problems)}){nxt}")
+        note(f"gate seed {seed}: its fixtures fail {SCREEN} ({'; '.join(problems)}){nxt}")
     return {"drawn": int(gate_seed), "accepted": None, "rejected": rejected, "prepared": None}
 
 
 def none_passed(result: dict) -> str:
     """The message of a session that stops because no attempt's fixtures passed the screen."""
     tried = "; ".join(f"gate seed {r['seed']}: {' / '.join(r['problems'])}" for r in result["rejected"])
-    return (f"no fresh fixtures the sketch resolves: all {len(result['rejected'])} gate seeds drawn from "
-            f"{result['drawn']} fail the sketch-ranking self-check, so no verdict on them would count ({tried}). "
+    return (f"no fresh fixtures that can gate: all {len(result['rejected'])} gate seeds drawn from "
+            f"{result['drawn']} fail {SCREEN}, so no verdict on them would count ({tried}). "
             "Run again (a new gate seed is drawn) or raise --bt-gate-attempts")

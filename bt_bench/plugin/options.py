@@ -47,7 +47,7 @@ class Settings:
     gate_seed: int | None = _help("build fresh fixtures from this seed (run seeds, base model, nonce trigger and "
                                   "behavior strings); --bt-paper-gate draws one when it is not given", None)
     gate_attempts: int = _help("how many gate seeds (the drawn one, then seeds derived from it) a session on fresh "
-                               "fixtures tries until one's fixtures pass the sketch-ranking self-check "
+                               "fixtures tries until one's fixtures pass the sketch-ranking self-check and the oracle canary "
                                "(bt_bench.plugin.gate_draw)", 6)
     sketch_seed: int = _help("sketch seed of the fixtures' runs (RunConfig.sketch_seed): every sketch, in-run and "
                              "derived, under another random projection; the draws are also judged under the next "

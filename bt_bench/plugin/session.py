@@ -200,10 +200,12 @@ class BtSession:
         g = origin.get("gate_seed")
         if not g:
             return []
-        out = [(f"gate seed {r['seed']} not judged: its fixtures fail the sketch-ranking self-check "
+        from bt_bench.plugin.gate_draw import SCREEN
+
+        out = [(f"gate seed {r['seed']} not judged: its fixtures fail {SCREEN} "
                 f"({'; '.join(r['problems'])})", False) for r in g.get("rejected") or []]
         if g["seed"] is None:
-            out.append((f"no gate seed drawn from {g['drawn']} gave fixtures the sketch resolves: nothing judged "
+            out.append((f"no gate seed drawn from {g['drawn']} gave fixtures that can gate: nothing judged "
                         f"(reproduce: {g['reproduce']})", True))
         else:
             out.append((f"fresh fixtures of gate seed {g['seed']}: run seeds from {g['first_run_seed']}, trigger "
