@@ -159,25 +159,32 @@ class Trajectory:
 
     def apply(self, params: Mapping[str, Any], state: Mapping[str, Any], grads: Mapping[str, Any],
               step: int) -> tuple[dict, dict]:
-        """Clip ``grads`` and take AdamW step ``step`` (0-based): torch's formulas, in torch's order."""
-        import torch
+        """Clip ``grads`` and take AdamW step ``step`` (0-based) at ``lr(step)`` (``adamw_step``)."""
+        return adamw_step(params, state, grads, float(self.lr[int(step)]), int(step) + 1, self.optimizer)
 
-        opt, names = self.optimizer, list(params)
-        g = dict(grads)
-        if opt.max_grad_norm is not None and opt.max_grad_norm > 0:
-            total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g[k], 2.0) for k in names]), 2.0)
-            coef = torch.clamp(opt.max_grad_norm / (total + 1e-6), max=1.0)
-            g = {k: g[k] * coef for k in names}
-        lr, (b1, b2), t = float(self.lr[int(step)]), opt.betas, int(step) + 1
-        bc1, bc2_sqrt = 1 - b1 ** t, (1 - b2 ** t) ** 0.5
-        new_p, m, v = {}, {}, {}
-        for k in names:
-            p = params[k] * (1 - lr * opt.weight_decay) if opt.weight_decay else params[k]
-            m[k] = torch.lerp(state["m"][k], g[k], 1 - b1)
-            v[k] = torch.addcmul(state["v"][k] * b2, g[k], g[k], value=1 - b2)
-            denom = _sqrt(v[k]) / bc2_sqrt + opt.eps
-            new_p[k] = torch.addcdiv(p, m[k], denom, value=-(lr / bc1))
-        return new_p, {"m": m, "v": v}
+
+def adamw_step(params: Mapping[str, Any], state: Mapping[str, Any], grads: Mapping[str, Any], lr: float, t: int,
+               opt: OptimizerSettings) -> tuple[dict, dict]:
+    """Global-norm clipping as ``torch.nn.utils.clip_grad_norm_``, then AdamW update number ``t`` (1-based) as
+    torch's single-tensor AdamW computes it, in its order: (params, {"m": ..., "v": ...}), differentiable."""
+    import torch
+
+    names = list(params)
+    g = dict(grads)
+    if opt.max_grad_norm is not None and opt.max_grad_norm > 0:
+        total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g[k], 2.0) for k in names]), 2.0)
+        coef = torch.clamp(opt.max_grad_norm / (total + 1e-6), max=1.0)
+        g = {k: g[k] * coef for k in names}
+    b1, b2 = opt.betas
+    bc1, bc2_sqrt = 1 - b1 ** t, (1 - b2 ** t) ** 0.5
+    new_p, m, v = {}, {}, {}
+    for k in names:
+        p = params[k] * (1 - lr * opt.weight_decay) if opt.weight_decay else params[k]
+        m[k] = torch.lerp(state["m"][k], g[k], 1 - b1)
+        v[k] = torch.addcmul(state["v"][k] * b2, g[k], g[k], value=1 - b2)
+        denom = _sqrt(v[k]) / bc2_sqrt + opt.eps
+        new_p[k] = torch.addcdiv(p, m[k], denom, value=-(lr / bc1))
+    return new_p, {"m": m, "v": v}
 
 
 def _sqrt(v: Any) -> Any:
