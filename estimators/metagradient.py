@@ -124,17 +124,19 @@ def target_gradient(model: Any, params: Mapping[str, Any], loss: Callable[[Any],
 
 
 class MetaGradient:
-    """Metagradient (MAGIC, Ilyas & Engstrom 2025): -dL_target(theta_c)/dw_i through every recorded step before c.
+    """Metagradient (MAGIC, Ilyas & Engstrom 2025): score_i = -dL_target(theta_c)/dw_i at w = 1.
 
     Exact derivative of the target's loss at its checkpoint with respect to each training rollout's weight in the
     update (w_i = 1), through trl's GRPO term, gradient clipping and AdamW with its moments and lr schedule, by
-    reverse mode with checkpointed recomputation (module docstring).
+    reverse mode with checkpointed recomputation (module docstring). Opt-in (selected by name, not in the default
+    set): it replays and differentiates the run for every target it scores.
     """
 
     name = "metagradient"
     description = "Metagradient (MAGIC, Ilyas+ 2025): -dL_target/dw_i through every recorded GRPO + AdamW step"
     capabilities = frozenset({Capability.TRAJECTORY, Capability.MODEL})
     level = "rollout"
+    opt_in = True
 
     def score(self, candidates: Candidates, target: Target) -> np.ndarray:
         if candidates.source != "training":
@@ -149,9 +151,13 @@ class MetaGradient:
 
 def metagradient(traj: Any, target: Target) -> np.ndarray:
     """[n] dL_target(theta_c)/dw_i for every training rollout (0 for rollouts of steps >= c)."""
+    return metagradient_of(traj, min(int(target.final_step), traj.steps), lambda m: target.loss(m))
+
+
+def metagradient_of(traj: Any, until: int, loss: Callable[[Any], Any]) -> np.ndarray:
+    """[n] d loss(model at theta_until)/dw_i for every training rollout (0 for rollouts of steps >= until)."""
     from bt_bench.estimator.trajectory import parameters
 
-    until = min(int(target.final_step), traj.steps)
     model = traj.initial_model()
     model.train()  # as the run trained (dropout is off in these runs)
     params = parameters(model)
@@ -164,9 +170,28 @@ def metagradient(traj: Any, target: Target) -> np.ndarray:
 
     every = checkpoint_every(until)
     final, _, kept = replay_states(step_fn, params, traj.initial_state(params), until, rows, every)
-    tg = target_gradient(model, final, lambda m: target.loss(m))
-    per_step = reverse(step_fn, kept, until, rows, tg, every)
+    per_step = reverse(step_fn, kept, until, rows, target_gradient(model, final, loss), every)
     out = np.zeros(traj.n, np.float64)
     for s, d in per_step.items():
         out[traj.uids(s)] = d
     return out
+
+
+def sequence_loss64(model: Any, definition: Any) -> float:
+    """A ``sequence`` target's loss (``bt_bench.estimator.objective.target_loss``) in float64 throughout, for
+    finite-difference checks of the derivative: ``completion_logps`` casts logits to float32, whose rounding (1.2e-7
+    at a loss near 1) is above many rollouts' effect on the target."""
+    import copy
+
+    import torch
+
+    from bt_bench.sketch.loss import model_inputs, sequence_logprob_terms
+
+    m = copy.deepcopy(model).double()
+    b = definition.batch()
+    ids, am, lc = model_inputs(b)
+    with torch.no_grad():
+        logits = type(m).forward(m, input_ids=ids, attention_mask=am, use_cache=False,
+                                 logits_to_keep=lc + 1).logits[:, :-1] / definition.temperature
+        lp = torch.log_softmax(logits, -1).gather(-1, b["completion_ids"].long().unsqueeze(-1)).squeeze(-1)
+    return float(sequence_logprob_terms(lp, b).mean()) * float(definition.weight)

@@ -71,3 +71,95 @@ def test_the_loss_is_linear_in_the_rollout_weights(trajectory):
     one = trajectory.loss(model, params, 0, torch.ones(b)).detach()
     assert float(trajectory.loss(model, params, 0, torch.zeros(b)).detach()) == 0.0
     assert float(trajectory.loss(model, params, 0, 2 * torch.ones(b)).detach()) == pytest.approx(2 * float(one), rel=1e-6)
+
+
+# ------------------------------------------------------------------------------- the capability and its view
+class _Declares:
+    name, level = "traj_probe", "rollout"
+
+    def __init__(self, caps):
+        self.capabilities = frozenset(caps)
+
+    def score(self, candidates, target):
+        return np.zeros(len(candidates))
+
+
+def _data(run, traj, source="training"):
+    from bt_bench.estimator.views import CandidateData
+
+    c = run.columns
+    keep = ("uid", "step", "group", "gen_index", "prompt_ids", "prompt_mask", "completion_ids", "completion_mask",
+            "advantage") + (("num_items_in_batch",) if source == "training" else ())
+    return CandidateData({k: np.asarray(c[k]) for k in keep}, source=source, model_loader=run.load_model,
+                         objective={"loss_type": run.config.loss_type, "temperature": run.config.temperature,
+                                    "loss_batch_size": run.config.rollouts_per_step},
+                         trajectory=lambda: traj)
+
+
+def test_the_view_hands_the_trajectory_only_to_training_views_that_declare_it(smoke_run, trajectory):
+    from bt_bench.estimator import CapabilityError, MissingInputError
+
+    data = _data(smoke_run, trajectory)
+    assert data.view_for(_Declares({"trajectory"})).trajectory() is trajectory
+    with pytest.raises(CapabilityError, match="trajectory"):
+        data.view_for(_Declares({"model"})).trajectory()
+    with pytest.raises(MissingInputError, match="'draw' view"):
+        _data(smoke_run, trajectory, source="draw").view_for(_Declares({"trajectory"})).trajectory()
+
+
+def test_the_trajectory_crosses_the_wire_intact(smoke_run, trajectory, tmp_path):
+    """What a sandboxed scoring process rebuilds (bt_bench.estimator.wire) is the same trajectory: rows, steps,
+    schedule, optimizer, and a step taken from its step-0 weights."""
+    from bt_bench.estimator import wire
+    from bt_bench.estimator.trajectory import parameters
+    from bt_bench.estimator.worker import _Models
+
+    view = _data(smoke_run, trajectory).view_for(_Declares({"trajectory", "model"}))
+    folder = tmp_path / "proc"
+    folder.mkdir()
+    enc = wire.encode_view(view, wire.Outbox(folder, wire.Pool(tmp_path / "pool")))
+    got = wire.decode_view(enc, wire.Inbox(folder), _Models(folder, "cpu")).trajectory()
+    assert got.steps == trajectory.steps and got.optimizer == trajectory.optimizer
+    assert (got.loss_type, got.temperature) == (trajectory.loss_type, trajectory.temperature)
+    assert np.array_equal(got.lr, trajectory.lr)
+    assert all(np.array_equal(got.uids(s), trajectory.uids(s)) for s in range(got.steps))
+    assert all(np.array_equal(got.rows[k], v) for k, v in trajectory.rows.items())
+    steps = []
+    for t in (trajectory, got):
+        model = t.initial_model()
+        p = parameters(model)
+        steps.append(t.step(model, p, t.initial_state(p), 0)[0])
+    assert all(torch.equal(steps[0][k], steps[1][k]) for k in steps[0])
+
+
+# ------------------------------------------------------------------------------------ the metagradient estimator
+def test_the_metagradient_estimator_matches_a_finite_difference_replay(smoke_run, trajectory):
+    """Scored as the harness scores (``score_estimator``: twice, deterministic), on a sequence target at checkpoint
+    c = 4 of the smoke run: rollouts of steps >= c score 0, and the two largest scores of steps 1..c-1 equal -dL/dw
+    by central finite differences of trl's replay (eps 0.01; float64 target loss at the replayed weights). Step 0
+    is left out: AdamW's first update is g / (|g| + eps) elementwise, so the loss is so curved in a step-0 weight
+    that a finite difference does not settle before float32 rounding takes over (measured on this run: 0.0056,
+    0.0050, 0.0042, 0.0034 at eps 0.1, 0.03, 0.01, 0.003 against a derivative of 0.0050)."""
+    from bt_bench.estimator import Target, TargetDefinition
+    from bt_bench.estimator.scoring import score_estimator
+    from bt_bench.runs.replay import Replayer
+    from estimators.metagradient import MetaGradient, sequence_loss64
+
+    run, c = smoke_run, 4
+    cols = run.columns
+    rows = np.flatnonzero(np.asarray(cols["step"]) == c)[:8]
+    t = {k: np.asarray(cols[k])[rows] for k in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask")}
+    d = TargetDefinition("sequence", **t, token_mask=t["completion_mask"], temperature=run.config.temperature)
+    target = Target("sequence", {c: np.ones(3)}, definitions={c: d})
+    scores = score_estimator(MetaGradient(), _data(run, trajectory), target)
+    step = np.asarray(cols["step"])
+    assert np.all(scores[step >= c] == 0) and np.any(scores[step < c] != 0)
+
+    rep, eps = Replayer(run), 0.01
+    for u in np.argsort(-np.abs(np.where(step >= 1, scores, 0.0)))[:2]:
+        vals = []
+        for wv in (1 + eps, 1 - eps):
+            w = np.ones(len(step), np.float32)
+            w[u] = wv
+            vals.append(sequence_loss64(rep.replay(until=c, weight=w).model, d))
+        assert scores[u] == pytest.approx(-(vals[0] - vals[1]) / (2 * eps), rel=2e-2), u

@@ -27,10 +27,12 @@ def _checkpoints(facts: Sequence[Mapping[str, Any]]) -> list[Checkpoint]:
 def training_candidates(fixture: Any, copy: bool = True) -> CandidateData:
     """The training rollouts of ``fixture`` (a ``bt_bench.fixture.reader.Fixture``) as ``CandidateData``: every
     row copied into memory once (the training-level checks); ``copy=False`` keeps the stored sketches as read-only
-    memory maps (only where no estimator runs in this process: ``CandidateData``)."""
+    memory maps (only where no estimator runs in this process: ``CandidateData``). The run's ``Trajectory`` is
+    built for the first view that declares ``trajectory``."""
     data = fixture.training()
     return CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="training",
-                         model_loader=fixture.model, objective=data.objective, copy=copy)
+                         model_loader=fixture.model, objective=data.objective, copy=copy,
+                         trajectory=lambda: run_trajectory(fixture.run, fixture.model))
 
 
 def training_target(fixture: Any, kind: str = "in_context") -> Target:

@@ -148,12 +148,17 @@ class Trajectory:
 
     def step(self, model: Any, params: Mapping[str, Any], state: Mapping[str, Any], step: int, weight: Any = None,
              create_graph: bool = False) -> tuple[dict, dict]:
-        """(params, state) after optimizer step ``step`` (0-based) from ``params`` and AdamW ``state``."""
+        """(params, state) after optimizer step ``step`` (0-based) from ``params`` and AdamW ``state``. With
+        ``create_graph`` attention runs on torch's math backend: the fused CPU/GPU attention kernels have no second
+        derivative (their first one is what the run used; the math backend agrees with it to float rounding, so a
+        derivative taken at the exact state differs from the fused one's by that rounding)."""
         import torch
 
         names = list(params)
-        loss = self.loss(model, params, step, weight)
-        grads = torch.autograd.grad(loss, [params[k] for k in names], create_graph=create_graph, allow_unused=True)
+        with _twice_differentiable(create_graph):
+            loss = self.loss(model, params, step, weight)
+            grads = torch.autograd.grad(loss, [params[k] for k in names], create_graph=create_graph,
+                                        allow_unused=True)
         g = {k: torch.zeros_like(params[k]) if x is None else x for k, x in zip(names, grads)}
         return self.apply(params, state, g, step)
 
@@ -185,6 +190,16 @@ def adamw_step(params: Mapping[str, Any], state: Mapping[str, Any], grads: Mappi
         denom = _sqrt(v[k]) / bc2_sqrt + opt.eps
         new_p[k] = torch.addcdiv(p, m[k], denom, value=-(lr / bc1))
     return new_p, {"m": m, "v": v}
+
+
+def _twice_differentiable(on: bool) -> Any:
+    import contextlib
+
+    if not on:
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.MATH])
 
 
 def _sqrt(v: Any) -> Any:
