@@ -141,8 +141,8 @@ def test_no_import_cycle():
 PUBLIC_ESTIMATOR_API = [
     "Candidates", "Capability", "CapabilityError", "Checkpoint", "ConstantScoreError", "Estimator", "EstimatorError",
     "InvalidEstimatorError", "LabelsRefusedError", "LevelMismatchError", "MissingFieldError", "MissingInputError",
-    "NonDeterministicScoreError", "NonFiniteScoreError", "ScoreShapeError", "ScoringFailedError", "Target",
-    "TargetDefinition", "rollout_batch", "rollout_losses", "target_loss",
+    "NonDeterministicScoreError", "NonFiniteScoreError", "OptimizerSettings", "ScoreShapeError", "ScoringFailedError",
+    "Target", "TargetDefinition", "Trajectory", "rollout_batch", "rollout_losses", "target_loss",
 ]
 
 

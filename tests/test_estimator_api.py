@@ -520,7 +520,7 @@ def test_checkpoint_validation(kw, match):
 def test_capability_names():
     assert {c.value for c in Capability} == {
         "checkpoint_sketches", "in_run_sketches", "token_sketches", "model", "optimizer_state", "fluency",
-        "labels", "grad_norm"}
+        "labels", "grad_norm", "trajectory"}
 
 
 # ---------------------------------------------------------------------------------- protocol conformance

@@ -4,7 +4,8 @@ objective functions (``from bt_bench.estimator import Candidates, Target, Capabi
 An estimator maps (candidates, target) to one float per candidate, higher = more responsible. It is any object
 with ``name``, ``capabilities``, ``level`` and ``score`` (structural typing: a third party need not inherit;
 docs/estimators.md). Where each name lives: ``contract.py`` (Estimator, Capability, Checkpoint, Target),
-``views.py`` (Candidates, the label-free view), ``objective.py`` (TargetDefinition, rollout_batch,
+``views.py`` (Candidates, the label-free view), ``trajectory.py`` (Trajectory: the recorded update step by step,
+for ``trajectory`` estimators), ``objective.py`` (TargetDefinition, rollout_batch,
 rollout_losses, target_loss: what a ``model`` estimator differentiates), ``errors.py`` (the named
 ``EstimatorError`` subclasses).
 
@@ -41,6 +42,7 @@ from bt_bench.estimator.errors import (
     ScoringFailedError,
 )
 from bt_bench.estimator.objective import TargetDefinition, rollout_batch, rollout_losses, target_loss
+from bt_bench.estimator.trajectory import OptimizerSettings, Trajectory
 from bt_bench.estimator.views import Candidates
 
 __all__ = [
@@ -58,10 +60,12 @@ __all__ = [
     "MissingInputError",
     "NonDeterministicScoreError",
     "NonFiniteScoreError",
+    "OptimizerSettings",
     "ScoreShapeError",
     "ScoringFailedError",
     "Target",
     "TargetDefinition",
+    "Trajectory",
     "rollout_batch",
     "rollout_losses",
     "target_loss",

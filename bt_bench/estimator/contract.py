@@ -35,6 +35,7 @@ class Capability(StrEnum):
     FLUENCY = "fluency"  # [M] mean token log-prob of the completion under the checkpoint
     LABELS = "labels"  # ground truth, behavior, rewards: controls only
     GRAD_NORM = "grad_norm"  # [M] per-rollout gradient norms; {step: norm of the step's summed gradient}
+    TRAJECTORY = "trajectory"  # the recorded update step by step (estimator.trajectory.Trajectory): training only
 
 
 LEVELS = ("rollout", "step")

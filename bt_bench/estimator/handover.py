@@ -27,10 +27,12 @@ def _checkpoints(facts: Sequence[Mapping[str, Any]]) -> list[Checkpoint]:
 def training_candidates(fixture: Any, copy: bool = True) -> CandidateData:
     """The training rollouts of ``fixture`` (a ``bt_bench.fixture.reader.Fixture``) as ``CandidateData``: every
     row copied into memory once (the training-level checks); ``copy=False`` keeps the stored sketches as read-only
-    memory maps (only where no estimator runs in this process: ``CandidateData``)."""
+    memory maps (only where no estimator runs in this process: ``CandidateData``). The run's ``Trajectory`` is
+    built for the first view that declares ``trajectory``."""
     data = fixture.training()
     return CandidateData(data.rows, data.sketches, checkpoints=_checkpoints(data.checkpoints), source="training",
-                         model_loader=fixture.model, objective=data.objective, copy=copy)
+                         model_loader=fixture.model, objective=data.objective, copy=copy,
+                         trajectory=lambda: run_trajectory(fixture.run, fixture.model))
 
 
 def training_target(fixture: Any, kind: str = "in_context") -> Target:
@@ -90,3 +92,35 @@ def draw_candidates(fixture: Any, kind: str, d: int, sketch_seed: int | None = N
     pre = data.preconditioned or {}
     targets = {k: _target(k, data.targets, defs.get(k), data.objective, pre, draw=data.draw) for k in data.targets}
     return cands, targets
+
+
+def run_trajectory(run: Any, model_loader: Any = None) -> Any:
+    """The ``Trajectory`` of ``run`` (a ``bt_bench.runs.store.Run``) for capability ``trajectory``: every training
+    rollout's visible row fields, each step's uids in the order trl's loss saw them, the lr each step used (as
+    recorded), the optimizer settings of the run's Trainer (its ``GRPOConfig``), the loss type and temperature.
+    ``model_loader(step)`` (default: the run's own ``load_model``) supplies the step-0 weights. Only the run
+    configurations the replay maps (``bt_bench.runs.replay.Replayer``) are handed over."""
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    from bt_bench.estimator.trajectory import ROW_FIELDS, OptimizerSettings, Trajectory
+    from bt_bench.runs.replay import _step_rows
+
+    cfg, cols = run.config, run.columns
+    if cfg.steps_per_generation != 1 or cfg.num_iterations != 1 or cfg.beta != 0.0 or cfg.bf16:
+        raise ValueError("a trajectory is handed over for on-policy fp32 runs only (steps_per_generation = "
+                         "num_iterations = 1, beta = 0), as the replay maps them")
+    rows = _step_rows(run)
+    steps = sorted(rows)
+    if steps != list(range(len(steps))):
+        raise ValueError(f"run {run.key}: steps {sorted(set(range(cfg.steps)) - set(steps))} trained on no rollout")
+    lr_col, ts = np.asarray(cols["lr"]), np.asarray(cols["trained_step"])
+    lr = [float(lr_col[np.flatnonzero(ts == s)[0]]) for s in steps]
+    # the Trainer's AdamW: GRPOConfig's Adam defaults (bt_bench.runs.train._grpo_config sets no other) and the
+    # weight decay and clipping it sets; instantiating a second GRPOConfig here would reset accelerate's state
+    default = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
+    opt = OptimizerSettings(betas=(float(default["adam_beta1"]), float(default["adam_beta2"])),
+                            eps=float(default["adam_epsilon"]), weight_decay=0.0, max_grad_norm=cfg.max_grad_norm)
+    return Trajectory({f: np.asarray(cols[f]) for f in ROW_FIELDS}, [rows[s] for s in steps], lr, opt,
+                      cfg.loss_type, cfg.temperature, model_loader or run.load_model)

@@ -105,14 +105,17 @@ class Candidates:
         "_source",
         "_token_level",
         "_token_mask",
+        "_trajectory",
     )
     # one read-only attribute per visible field of the rollout schema (set below the class)
 
     def __init__(self, estimator: str, capabilities: frozenset[str], fields: Mapping[str, np.ndarray],
                  sketches: Mapping[str, Any], checkpoints: tuple[Checkpoint, ...], source: str,
                  token_level: bool, model_loader: Callable[[int], Any] | None,
-                 objective: Mapping[str, Any] | None = None, token_mask: np.ndarray | None = None):
+                 objective: Mapping[str, Any] | None = None, token_mask: np.ndarray | None = None,
+                 trajectory: Any = None):
         self._estimator, self._caps = estimator, frozenset(capabilities)
+        self._trajectory = trajectory if Capability.TRAJECTORY in self._caps and source == "training" else None
         self._fields, self._sketches = MappingProxyType(dict(fields)), MappingProxyType(dict(sketches))
         self._checkpoints, self._source, self._token_level = checkpoints, source, token_level
         self._model_loader = model_loader if Capability.MODEL in self._caps else None
@@ -208,6 +211,18 @@ class Candidates:
             raise MissingInputError(self._estimator, "token_mask is given only in a token-restricted view")
         return self._token_mask
 
+    def trajectory(self) -> Any:
+        """The training run's recorded update, step by step (``bt_bench.estimator.trajectory.Trajectory``): each
+        step's rows in trl's order, the step-0 weights, the optimizer settings and lr schedule, and the GRPO loss
+        and update as functions of the weights and per-rollout weights. Training views only; no labels."""
+        if Capability.TRAJECTORY not in self._caps:
+            raise CapabilityError(self._estimator, "asked for the trajectory without declaring capability "
+                                                   "'trajectory'")
+        if self._trajectory is None:
+            raise MissingInputError(self._estimator, f"this data provides no trajectory (a {self._source!r} view; "
+                                                     "it is handed over with the training rollouts)")
+        return self._trajectory
+
     def model(self, step: int) -> Any:
         """A freshly loaded HF model at checkpoint ``step`` (one of ``checkpoints``): eval mode, the run's device,
         the plain forward (never trl's patched one). Loaded once per process, a new copy per call."""
@@ -238,7 +253,8 @@ class CandidateData:
     def __init__(self, rows: Mapping[str, Any], sketches: Mapping[str, Any] | None = None, *,
                  checkpoints: Sequence[Checkpoint] = (), source: str = "training",
                  model_loader: Callable[[int], Any] | None = None, token_level: bool = False,
-                 objective: Mapping[str, Any] | None = None, token_mask: Any = None, copy: bool = True):
+                 objective: Mapping[str, Any] | None = None, token_mask: Any = None, copy: bool = True,
+                 trajectory: Any = None):
         if source not in SOURCES:
             raise ValueError(f"CandidateData.source must be one of {SOURCES}, got {source!r}")
         visible, labels = {}, {}
@@ -267,6 +283,8 @@ class CandidateData:
             raise ValueError(f"CandidateData.token_mask needs {self.n} rows, got {self.token_mask.shape}")
         self._visible = visible
         self.labels = Labels(labels)
+        # a Trajectory, or a no-argument function building one (built once, for the first view that declares it)
+        self._trajectory = trajectory
         self._copy = copy
         self._sketches = {k: self._check_sketch(k, v) for k, v in (sketches or {}).items()}
 
@@ -318,7 +336,7 @@ class CandidateData:
         out = object.__new__(CandidateData)
         out.n, out.checkpoints, out.source, out.model_loader = self.n, self.checkpoints, self.source, \
             self.model_loader
-        out.objective, out.token_mask = self.objective, self.token_mask
+        out.objective, out.token_mask, out._trajectory = self.objective, self.token_mask, self._trajectory
         out.token_level, out._visible, out.labels, out._sketches = True, self._visible, self.labels, sk
         return out
 
@@ -336,4 +354,11 @@ class CandidateData:
                     for k, v in self._sketches.items()
                     if SKETCH_KEYS[k][0] in caps and (self.token_level or k not in _TOKEN_SWAP)}
         return Candidates(estimator.name, caps, self._visible, sketches, self.checkpoints, self.source,
-                          self.token_level, self.model_loader, self.objective, self.token_mask)
+                          self.token_level, self.model_loader, self.objective, self.token_mask,
+                          self.trajectory() if Capability.TRAJECTORY in caps else None)
+
+    def trajectory(self) -> Any:
+        """The ``Trajectory`` handed to views that declare ``trajectory`` (None: this data has none)."""
+        if callable(self._trajectory):
+            self._trajectory = self._trajectory()
+        return self._trajectory

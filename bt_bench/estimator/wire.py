@@ -12,6 +12,7 @@ private folder per step (links to the run's files where the file system allows, 
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 from collections.abc import Callable, Mapping
@@ -138,7 +139,8 @@ def encode_view(view: Any, out: Outbox) -> dict:
             "fields": {k: out.array(v) for k, v in view._fields.items()}, "sketches": sketches,
             "checkpoints": [[c.step, c.lr, c.batch_size] for c in view._checkpoints], "source": view._source,
             "token_level": view._token_level, "objective": {k: v for k, v in view._objective.items() if k != "loss"},
-            "token_mask": None if view._token_mask is None else out.array(view._token_mask), "models": models}
+            "token_mask": None if view._token_mask is None else out.array(view._token_mask), "models": models,
+            "trajectory": None if view._trajectory is None else encode_trajectory(view._trajectory, out)}
 
 
 def decode_view(d: Mapping, inbox: Inbox, model_loader: Callable[[str], Any] | None) -> Any:
@@ -159,7 +161,36 @@ def decode_view(d: Mapping, inbox: Inbox, model_loader: Callable[[str], Any] | N
     return Candidates(d["estimator"], frozenset(d["caps"]), {k: inbox.array(v) for k, v in d["fields"].items()},
                       sketches, tuple(Checkpoint(int(s), float(lr), float(bs)) for s, lr, bs in d["checkpoints"]),
                       d["source"], bool(d["token_level"]), loader, d["objective"],
-                      None if d["token_mask"] is None else inbox.array(d["token_mask"]))
+                      None if d["token_mask"] is None else inbox.array(d["token_mask"]),
+                      None if d.get("trajectory") is None else decode_trajectory(d["trajectory"], inbox, model_loader))
+
+
+def encode_trajectory(t: Any, out: Outbox) -> dict:
+    """A ``Trajectory`` as JSON: its row arrays and the steps' uids (one array, cut at ``ends``) by file name, the
+    step-0 weights as a model folder."""
+    from dataclasses import asdict
+
+    uids = [t.uids(s) for s in range(t.steps)]
+    return {"rows": {k: out.array(v) for k, v in t.rows.items()},
+            "uids": out.array(np.concatenate(uids) if uids else np.zeros(0, np.int64)),
+            "ends": np.cumsum([len(u) for u in uids]).tolist(), "lr": out.array(t.lr),
+            "optimizer": asdict(t.optimizer), "loss_type": t.loss_type, "temperature": t.temperature,
+            "model": out.model_folder(t._initial, 0)}
+
+
+def decode_trajectory(d: Mapping, inbox: Inbox, model_loader: Callable[[str], Any] | None) -> Any:
+    from bt_bench.estimator.trajectory import OptimizerSettings, Trajectory
+
+    if model_loader is None:
+        raise ValueError("a trajectory needs a model loader for its step-0 weights")
+    flat, ends = inbox.array(d["uids"]), [0, *d["ends"]]
+    opt = dict(d["optimizer"])
+    opt["betas"] = tuple(opt["betas"])
+    folder = d["model"]
+    return Trajectory({k: inbox.array(v) for k, v in d["rows"].items()},
+                      [flat[a:b] for a, b in itertools.pairwise(ends)], inbox.array(d["lr"]),
+                      OptimizerSettings(**opt), d["loss_type"], float(d["temperature"]),
+                      lambda step: model_loader(folder))
 
 
 # ------------------------------------------------------------------------------------------------ targets
