@@ -15,7 +15,16 @@ pass per rollout. Memory: sqrt(T) kept states plus one segment and one step's do
 
 Uses only capabilities ``trajectory`` (the update) and ``model`` (the target's loss as a function of the weights);
 rollouts trained at or after the target's checkpoint cannot have moved it: they score 0. Deterministic (no
-sampling; CPU arithmetic). Draws (fresh candidates) are not scored: ``MissingInputError``.
+sampling; CPU arithmetic).
+
+Fresh draws (``draw_scores``) were never trained on: each gets the derivative it would have if it were added, with
+weight w, to the update at the draw's checkpoint c, the target read at c (the only target a draw view holds): to
+first order in the step, -dL/dw = lr_c <grad L_target(theta_c), grad l_i(theta_c)>, l_i the draw's own loss term
+(``candidates.objective``: -sum log p of its completion), i.e. the target-gradient inner product at c times the
+step's lr. This is the plain-SGD form of that one step, an approximation of the run's: a draw view carries no
+trajectory (training views only), so neither AdamW's moments m_c, v_c nor step c's own gradient are there, and
+with them go the preconditioning 1/(sqrt(v_hat_c) + eps), the moment terms and the clipping factor of the step (a
+positive factor common to every draw of the step: no rank change). Nothing is propagated: the target is at c.
 """
 
 from __future__ import annotations
@@ -128,8 +137,9 @@ class MetaGradient:
 
     Exact derivative of the target's loss at its checkpoint with respect to each training rollout's weight in the
     update (w_i = 1), through trl's GRPO term, gradient clipping and AdamW with its moments and lr schedule, by
-    reverse mode with checkpointed recomputation (module docstring). Opt-in (selected by name, not in the default
-    set): it replays and differentiates the run for every target it scores.
+    reverse mode with checkpointed recomputation (module docstring). Fresh draws: lr_c times the target-gradient
+    inner product at their checkpoint, the one-step SGD form of that derivative (``draw_scores``). Opt-in (selected
+    by name, not in the default set): it replays and differentiates the run for every target it scores.
     """
 
     name = "metagradient"
@@ -139,14 +149,48 @@ class MetaGradient:
     opt_in = True
 
     def score(self, candidates: Candidates, target: Target) -> np.ndarray:
-        if candidates.source != "training":
-            raise MissingInputError(self.name, "scores training rollouts only: a fresh draw was never trained on "
-                                               "(its derivative at the draw's checkpoint is not implemented)")
         if candidates.token_level:
             raise MissingInputError(self.name, "no token-restricted scores: the weight of a rollout multiplies its "
                                                "whole loss term")
+        if candidates.source != "training":
+            return draw_scores(candidates, target, self.name)
         dw = metagradient(candidates.trajectory(), target)
         return -dw[np.asarray(candidates.uid)]
+
+
+def draw_scores(candidates: Candidates, target: Target, name: str = "metagradient") -> np.ndarray:
+    """[M] lr_c <grad L_target(theta_c), grad l_i(theta_c)> for the candidates of a draw view at the target's
+    checkpoint c (module docstring: -dL/dw_i of a one-step update at c that trains on candidate i with weight w,
+    without AdamW's preconditioning). All candidates at once per chunk: the gradient of sum_i u_i l_i is
+    differentiated once more along the target gradient, d/du_i <grad sum_j u_j l_j, g_t> = <grad l_i, g_t> (math
+    attention: the fused kernels have no second derivative)."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from bt_bench.estimator.objective import rollout_batch, rollout_losses
+
+    c = int(target.final_step)
+    lr = float(candidates.checkpoint(c).lr)  # MissingInputError if the view has no checkpoint c
+    out = np.zeros(len(candidates), np.float64)
+    model = candidates.model(c)
+    params = [p for p in model.parameters() if p.requires_grad]
+    loss = target.loss(model)
+    if not loss.requires_grad or len(candidates) == 0:  # a zero target (no rows)
+        return out
+    g_t = [torch.zeros_like(p) if g is None else g.detach()
+           for p, g in zip(params, torch.autograd.grad(loss, params, allow_unused=True))]
+    size = max(1, int(candidates.objective.get("loss_batch_size") or 64))
+    with sdpa_kernel([SDPBackend.MATH]):
+        for a in range(0, len(candidates), size):
+            idx = np.arange(a, min(len(candidates), a + size))
+            terms = rollout_losses(model, rollout_batch(candidates, idx))
+            u = torch.ones(len(idx), dtype=terms.dtype, requires_grad=True)
+            gs = torch.autograd.grad((terms * u).sum(), params, create_graph=True, allow_unused=True)
+            dot = sum((g * t).sum() for g, t in zip(gs, g_t) if g is not None)
+            if not isinstance(dot, torch.Tensor) or not dot.requires_grad:
+                continue
+            out[idx] = torch.autograd.grad(dot, u)[0].detach().double().numpy()
+    return lr * out
 
 
 def metagradient(traj: Any, target: Target) -> np.ndarray:

@@ -87,3 +87,82 @@ def test_the_problem_clips_on_some_steps_and_not_on_others():
 
 def test_checkpoint_spacing():
     assert checkpoint_every(100) == 10 and checkpoint_every(1) == 1 and checkpoint_every(101) == 11
+
+
+# ------------------------------------------------------------------------------------------ fresh draws
+C = 8  # a smoke checkpoint inside its run (W = 8)
+
+
+def _draw_view_and_target(run):
+    """A draw view at checkpoint C (the 16 rollouts generated at C stand in for fresh draws: only their rows are
+    read) and a ``sequence`` target at C from rollouts of later steps."""
+    from bt_bench.estimator import Checkpoint, Target
+    from bt_bench.estimator.objective import TargetDefinition
+    from bt_bench.estimator.views import CandidateData
+    from estimators.metagradient import MetaGradient
+
+    cols, cfg = run.columns, run.config
+    step = np.asarray(cols["step"])
+    rows = np.flatnonzero(step == C)[:16]
+    keep = ("uid", "step", "group", "gen_index", "prompt_ids", "prompt_mask", "completion_ids", "completion_mask",
+            "advantage")
+    lr = float(np.asarray(cols["lr"])[np.flatnonzero(np.asarray(cols["trained_step"]) == C)[0]])
+    data = CandidateData({k: np.asarray(cols[k])[rows] for k in keep}, source="draw", model_loader=run.load_model,
+                         checkpoints=[Checkpoint(step=C, lr=lr, batch_size=float(cfg.rollouts_per_step))],
+                         objective={"loss_type": cfg.loss_type, "temperature": cfg.temperature,
+                                    "loss_batch_size": 6})  # chunks of 6: 16 rows split unevenly
+    t = np.flatnonzero(step > C)[:12]
+    d = {k: np.asarray(cols[k])[t] for k in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask")}
+    definition = TargetDefinition("sequence", **d, token_mask=d["completion_mask"], temperature=cfg.temperature)
+    target = Target("in_context", {C: np.zeros(4)}, final_step=C, draw=0, definitions={C: definition})
+    return data.view_for(MetaGradient()), target, lr
+
+
+def test_a_draw_scores_lr_times_the_target_gradient_inner_product(smoke_run):
+    """Each draw's score is lr_C <grad L_target, grad l_i> at C (a per-candidate loop, exact_tracin's), its
+    derivative under a one-step SGD update that trains on it; deterministic; a float64 finite difference of that
+    step agrees."""
+    from bt_bench.estimator.objective import rollout_batch, rollout_losses
+    from estimators.metagradient import MetaGradient
+
+    torch.set_num_threads(1)
+    view, target, lr = _draw_view_and_target(smoke_run)
+    got = MetaGradient().score(view, target)
+    assert np.array_equal(got, MetaGradient().score(view, target))  # deterministic, bit for bit
+
+    model = view.model(C)
+    params = [p for p in model.parameters() if p.requires_grad]
+    g_t = torch.autograd.grad(target.loss(model), params)
+    ref = np.zeros(len(view))
+    for i in range(len(view)):
+        g = torch.autograd.grad(rollout_losses(model, rollout_batch(view, [i]))[0], params, allow_unused=True)
+        ref[i] = lr * sum(float((a * b.double()).sum()) for a, b in zip(g_t, g) if b is not None)
+    assert np.abs(ref).max() > 0 and len(set(np.sign(ref))) > 1, "draws whose scores do not differ test nothing"
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-6 * np.abs(ref).max())
+
+    # the one SGD step theta - w lr grad l_i, differentiated in w at 0 by a central difference in float64
+    from estimators.metagradient import sequence_loss64
+
+    i = int(np.argmax(np.abs(ref)))
+    g = torch.autograd.grad(rollout_losses(model, rollout_batch(view, [i]))[0], params)
+    eps, vals = 1e-3, []
+    for w in (eps, -eps):
+        moved = view.model(C)
+        with torch.no_grad():
+            for p, gi in zip([p for p in moved.parameters() if p.requires_grad], g):
+                p.sub_(w * lr * gi)
+        vals.append(sequence_loss64(moved, target.definition()))
+    fd = -(vals[0] - vals[1]) / (2 * eps)  # the score is -dL/dw
+    assert fd == pytest.approx(got[i], rel=2e-2)
+
+
+def test_a_token_restricted_draw_view_is_refused():
+    """A rollout's weight multiplies its whole loss term: there is no token-restricted derivative."""
+    from bt_bench.estimator import MissingInputError
+    from estimators.metagradient import MetaGradient
+
+    class _TokenView:
+        token_level, source = True, "draw"
+
+    with pytest.raises(MissingInputError, match="token-restricted"):
+        MetaGradient().score(_TokenView(), None)
