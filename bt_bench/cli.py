@@ -259,9 +259,10 @@ def _inductor_into_cache(args):
     the user set is kept, and ``check`` is left to the plugin. Returns ``_KEEP`` when nothing was set."""
     if os.environ.get(_INDUCTOR) is not None or args.cmd == "check":
         return _KEEP
-    root = getattr(args, "cache_dir", None) or os.environ.get("BT_BENCH_CACHE") or Path(
-        os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bt-bench"  # store.cache_root, without mkdir
-    os.environ[_INDUCTOR] = str(Path(root).expanduser() / "torchinductor")
+    from bt_bench.runs.store import cache_path
+
+    # cache_path, not cache_root: `bt-bench estimators` creates no cache folder
+    os.environ[_INDUCTOR] = str(cache_path(getattr(args, "cache_dir", None) or None) / "torchinductor")
     return None
 
 

@@ -10,6 +10,17 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+INDUCTOR = "TORCHINDUCTOR_CACHE_DIR"
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's tmpdir plugin made its factory
+def pytest_configure(config):
+    """Importing trl makes torch create ``$TMPDIR/torchinductor_<user>`` (tests/test_incomplete.py shows it), which
+    the checklist plugin keeps out of the temp folder only in checklist sessions: point it into pytest's temp folder
+    for these tests, before any test module imports torch (xdist workers inherit it). A value the user set is kept."""
+    if os.environ.get(INDUCTOR) is None:
+        os.environ[INDUCTOR] = str(config._tmp_path_factory.getbasetemp() / "torchinductor")  # pytest's, private
+
 
 # Fixtures that build fresh planted runs on one core for many minutes (tests/test_redteam.py: the paper gate's
 # three fresh tiny seeds, about 20 minutes). Their tests go first: xdist starts each worker on a run of consecutive

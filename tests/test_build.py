@@ -348,3 +348,12 @@ def test_the_cli_keeps_torchs_inductor_cache_out_of_the_temp_folder(tmp_path, mo
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
     assert cli.main(["runs"]) == 0 and seen[-1] == str(tmp_path / "mine")
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
+    # the CLI reads the cache folder by the store's one rule (cache_path) without creating it
+    from bt_bench.runs.store import cache_path, cache_root
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    monkeypatch.delenv("BT_BENCH_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cli.main(["runs"]) == 0 and seen[-1] == str(tmp_path / "xdg" / "bt-bench" / "torchinductor")
+    assert cache_path() == tmp_path / "xdg" / "bt-bench" and not cache_path().exists()
+    assert cache_root() == cache_path() and cache_path().is_dir()

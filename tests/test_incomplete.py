@@ -347,6 +347,24 @@ def test_a_session_of_other_tests_keeps_its_environment(pytester, monkeypatch):
     assert pytester.runpytest_subprocess("-p", "no:cacheprovider").ret == 0
 
 
+def test_the_test_suite_keeps_torchs_inductor_cache_in_pytests_temp_folder(pytester, tmp_path, monkeypatch):
+    """The plugin leaves a session of other tests alone (above), so ``pytest tests`` itself would leave
+    $TMPDIR/torchinductor_<user> behind: tests/conftest.py points the cache into pytest's temp folder instead. A
+    session with that conftest imports trl (which creates the cache) and leaves $TMPDIR empty."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text())
+    pytester.makepyfile(test_trl="import os, pathlib\n\ndef test_trl():\n    from trl import GRPOTrainer  # noqa: F401\n"
+                        "    pathlib.Path('inductor.txt').write_text(os.environ['TORCHINDUCTOR_CACHE_DIR'])\n")
+    res = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert res.ret == 0, res.stdout.str()
+    inductor = Path((pytester.path / "inductor.txt").read_text())
+    assert inductor.is_dir() and inductor.is_relative_to(pytester.path)  # pytester's --basetemp is under it
+    assert list(tmp.iterdir()) == []
+
+
 def test_nothing_is_left_in_the_temp_folder_after_a_checklist_session_under_xdist(checklist, tmp_path, monkeypatch):
     """Issue 24 item 6. The whole main-job command (``pytest checks -n 2``) with $TMPDIR a fresh folder: afterwards
     the folder is empty (pytest-xdist's base temp folder, the progress relay's and the crash tracker's files, torch's

@@ -36,12 +36,18 @@ class IntegrityError(RuntimeError):
     """A stored run is corrupted, mixed or incomplete. The message says how to rebuild it."""
 
 
-def cache_root(path: str | os.PathLike | None = None) -> Path:
-    """``path``, else ``$BT_BENCH_CACHE``, else ``$XDG_CACHE_HOME/bt-bench`` (default ``~/.cache/bt-bench``)."""
+def cache_path(path: str | os.PathLike | None = None) -> Path:
+    """The cache folder, not created: ``path``, else ``$BT_BENCH_CACHE``, else ``$XDG_CACHE_HOME/bt-bench`` (default
+    ``~/.cache/bt-bench``). The one rule; ``cache_root`` is the same folder, created."""
     if path is None:
         path = os.environ.get("BT_BENCH_CACHE") or Path(
             os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bt-bench"
-    p = Path(path).expanduser()
+    return Path(path).expanduser()
+
+
+def cache_root(path: str | os.PathLike | None = None) -> Path:
+    """The cache folder (``cache_path``), created if missing."""
+    p = cache_path(path)
     p.mkdir(parents=True, exist_ok=True)
     return p
 
