@@ -1,7 +1,6 @@
-"""Shared arithmetic of the built-in estimators: inner products, cosines and sums over checkpoints.
-
-Zero gradients are common (schema.md: ~70% of rollouts have advantage 0, so an exactly zero gradient); every
-kernel here maps a zero sketch to a score of exactly 0 (a zero vector has no direction), never NaN.
+"""Shared arithmetic of the built-in estimators: dimension checks and sums over checkpoints. The kernels themselves
+(``inner``, ``cosine``, TRAK's ``Whitener``) live in ``bt_bench.fixture.kernels``, where the sketch-ranking
+self-check scores with the same maths; they map a zero sketch to a score of exactly 0, never NaN.
 """
 
 from __future__ import annotations
@@ -11,6 +10,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from bt_bench.estimator import Candidates, Checkpoint, EstimatorError
+from bt_bench.fixture.kernels import cosine, inner
+
+__all__ = ["Kernel", "check_dims", "checkpoint_sum", "cosine", "inner"]
 
 Kernel = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -19,19 +21,6 @@ def check_dims(name: str, rows: np.ndarray, vec: np.ndarray) -> None:
     if rows.ndim != 2 or vec.ndim != 1 or rows.shape[1] != vec.shape[0]:
         raise EstimatorError(name, f"sketch dimension mismatch: candidates {rows.shape}, target {vec.shape}; "
                                    "both must come from the same SketchSpec")
-
-
-def inner(rows: np.ndarray, vec: np.ndarray) -> np.ndarray:
-    """<g_i, t> for every row, in float64."""
-    return np.asarray(rows, dtype=np.float64) @ np.asarray(vec, dtype=np.float64)
-
-
-def cosine(rows: np.ndarray, vec: np.ndarray) -> np.ndarray:
-    """cos(g_i, t); defined as 0 when either vector is exactly zero."""
-    rows, vec = np.asarray(rows, dtype=np.float64), np.asarray(vec, dtype=np.float64)
-    dots = rows @ vec
-    norms = np.linalg.norm(rows, axis=1) * np.linalg.norm(vec)
-    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
 def checkpoint_sum(name: str, view: Candidates, sketches: Mapping[int, np.ndarray],

@@ -3,39 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from bt_bench.estimator import Candidates, Capability, MissingInputError, Target
+from bt_bench.fixture.kernels import Whitener
 from estimators._math import check_dims
-
-
-@dataclass(frozen=True)
-class _Whitener:
-    """Applies (Phi^T Phi + lam I)^-1 through a Cholesky factor of the smaller Gram matrix.
-
-    With at least k non-zero rows: factor Phi^T Phi + lam I (k x k). With fewer (k exceeds the non-zero
-    gradients), Woodbury: (Phi^T Phi + lam I)^-1 t = (t - Phi^T (Phi Phi^T + lam I)^-1 Phi t) / lam, factoring
-    the M x M matrix. Both are exact; zero rows of Phi add nothing to Phi^T Phi and are dropped first.
-    """
-
-    chol: tuple[np.ndarray, bool]
-    lam: float
-    phi: np.ndarray | None = None  # the non-zero rows, kept only in the Woodbury form
-
-    @classmethod
-    def of(cls, phi: np.ndarray, lam: float) -> _Whitener:
-        phi = phi[np.any(phi != 0, axis=1)]
-        if phi.shape[0] >= phi.shape[1]:
-            return cls(cho_factor(phi.T @ phi + lam * np.eye(phi.shape[1])), lam)
-        return cls(cho_factor(phi @ phi.T + lam * np.eye(phi.shape[0])), lam, phi)
-
-    def apply(self, t: np.ndarray) -> np.ndarray:
-        if self.phi is None:
-            return cho_solve(self.chol, t)
-        return (t - self.phi.T @ cho_solve(self.chol, self.phi @ t)) / self.lam
 
 
 class TRAK:
@@ -65,21 +38,21 @@ class TRAK:
         if not damping > 0:
             raise ValueError(f"TRAK.damping must be > 0, got {damping!r}")
         self.damping, self.relative_damping = float(damping), bool(relative_damping)
-        self._fitted: dict[int, _Whitener] | None = None
+        self._fitted: dict[int, Whitener] | None = None
 
-    def _whitener(self, phi: np.ndarray) -> _Whitener:
+    def _whitener(self, phi: np.ndarray) -> Whitener:
         phi = np.asarray(phi, dtype=np.float64)
         lam = self.damping
         if self.relative_damping:
             mean_eig = float(np.sum(phi * phi)) / phi.shape[1]
             lam = self.damping * mean_eig if mean_eig > 0 else self.damping
-        return _Whitener.of(phi, lam)
+        return Whitener.of(phi, lam)
 
     def fit(self, run_view: Candidates) -> None:
         """Whitening per checkpoint from the training rollouts' sketches (no labels involved)."""
         self._fitted = {c: self._whitener(phi) for c, phi in run_view.checkpoint_sketches().items()}
 
-    def _whiteners(self, sketches: Mapping[int, np.ndarray]) -> Mapping[int, _Whitener]:
+    def _whiteners(self, sketches: Mapping[int, np.ndarray]) -> Mapping[int, Whitener]:
         if self._fitted is None:
             return {c: self._whitener(phi) for c, phi in sketches.items()}
         missing = sorted(set(sketches) - set(self._fitted))

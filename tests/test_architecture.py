@@ -71,6 +71,24 @@ def test_every_module_imports_only_earlier_stages():
     assert not bad, "back arrows:\n" + "\n".join(sorted(bad))
 
 
+def test_no_stage_imports_an_estimator():
+    """The built-in estimators (``estimators/``) are plug-ins like any third party's: the harness reaches them only
+    through the registry (entry points, dotted paths), and no stage imports them, so nothing under ``bt_bench``
+    depends on an estimator's code (docs/architecture.md). Maths they share with a stage lives in that stage (the
+    reference kernels: ``bt_bench.fixture.kernels``)."""
+    bad = []
+    for mod, path in modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            bad += [f"{mod}:{node.lineno} imports {n}" for n in names if n.split(".")[0] == "estimators"]
+    assert not bad, bad
+
+
 def test_the_checklist_imports_no_pytest():
     """pytest's protocol (skip, xfail, user_properties) is the plugin's (bt_bench.plugin.glue); the checklist judges
     plain arrays, so evidence replay and the report run it without pytest."""
