@@ -138,7 +138,8 @@ _OPTIONS = {  # name: (type, help)
                        "gate time and reports it; pass it to reproduce that gate run exactly"),
     "gate-attempts": (int, "fresh fixtures (--bt-paper-gate, --bt-gate-seed): how many gate seeds to try, the given "
                            "or drawn one and then seeds derived from it, until one's fixtures pass the sketch-ranking "
-                           "self-check, before any estimator is scored; every rejected seed is reported (default 6)"),
+                           "self-check and the oracle canary, before any other estimator is scored; every rejected "
+                           "seed is reported (default 6)"),
     "paper-gate": (bool, "refuse to run with thresholds that differ from the checklist's defaults (and with a "
                          "profile that relaxes them, e.g. smoke), with fewer seeds or draws than the defaults, and "
                          "with any test selection (-k, -m, --deselect, --ignore, node ids or paths inside the checks "
