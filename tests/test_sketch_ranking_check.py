@@ -118,3 +118,12 @@ def test_default_fixture_passes_and_noisy_sketches_fail(tiny_fixture, monkeypatc
     monkeypatch.setattr(type(tiny_fixture), "draw", noisy)
     bad = V.judge([V.fixture_verdicts(tiny_fixture, cfg=cfg)])
     assert bad and all("the verdict" in b for b in bad), bad
+
+
+def test_draw_stability_of_a_target_without_gradient_is_not_compared():
+    """A target whose gradient is exactly zero scores every candidate 0 (exact and sketched alike): no rank
+    correlation exists, so the unit is not compared (None) instead of crashing the self-check (seen on bpe_family);
+    with scores that vary, the smallest pairwise Spearman (hand-checked: reversed order gives -1)."""
+    up, down = [1.0, 2.0, 3.0, 4.0], [4.0, 3.0, 2.0, 1.0]
+    assert V._least_spearman({"0": {"tracin": up}, "1": {"tracin": [0.0] * 4}}, "tracin") is None
+    assert V._least_spearman({"0": {"tracin": up}, "1": {"tracin": up}, "2": {"tracin": down}}, "tracin") == -1.0

@@ -96,9 +96,14 @@ def unit(check: str, name: str, bar: float, exact: float, stored: float, **where
             "agrees": e == s == d}
 
 
-def _least_spearman(by_target: dict, method: str) -> float:
-    """Check 4's draw stability of one scoring: the smallest Spearman between draw 0's scores under two targets."""
-    v = {d: np.asarray(x[method]) for d, x in by_target.items()}
+def _least_spearman(by_target: dict, method: str) -> float | None:
+    """Check 4's draw stability of one scoring: the smallest Spearman between draw 0's scores under two targets;
+    None when a target's scores are constant (a target whose gradient is exactly zero scores every candidate 0,
+    from exact gradients and from a linear sketch alike), where no rank correlation is defined: like any statistic
+    without a value (``_statistic``), the unit is not compared."""
+    v = {d: np.asarray(x[method], float) for d, x in by_target.items()}
+    if any(np.all(x == x[0]) for x in v.values()):
+        return None
     return min(metrics.spearman(v[a], v[b]) for a, b in itertools.combinations(sorted(v), 2))
 
 
@@ -127,6 +132,8 @@ def fixture_units(scored: dict, th: Thresholds = Thresholds()) -> list[dict]:
                 ex = _least_spearman(stab["exact"], m)
                 for k, per in stab["stored"].items():
                     st = _least_spearman(per, m)
+                    if ex is None or st is None:
+                        continue
                     out.append(unit(checks["draw_stability"], "draw_stability", bars["draw_stability"], float(ex),
                                     float(st), seed=scored["seed"], kind="saturated", draw=0, sketch_seed=k, method=m))
     return out
