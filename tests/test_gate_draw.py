@@ -105,7 +105,7 @@ def _load(run, fcfg, cache_dir):
 _CAN = os.environ.get("CANARY_AT")
 CANARY_BAD = [attempt_seeds(int(os.environ["DRAWN"]), 8)[int(_CAN)]] if _CAN else []  # attempts the oracle fails
 
-def _canary(config, tmp_path_factory, s, prepared, key):  # the real one judges oracle and random on a real suite
+def _canary(config, s, prepared):  # the real one judges oracle and random on a real suite
     from bt_bench.runs.config import gate_config
     first = prepared["runs"][0].gate_first
     with open(LOG + ".canary", "a") as f:

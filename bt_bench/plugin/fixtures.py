@@ -121,7 +121,7 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
                               for fx in prepared["fixtures"]])
         problems = _once_per_session(config, tmp_path_factory, f"gate-screen-{key}", compute)
         if not problems and "fixtures" in prepared:  # the oracle canary, before anyone else is scored
-            problems = _canary_screen(config, tmp_path_factory, s, prepared, key)
+            problems = _canary_screen(config, s, prepared)
         # one decision for every worker; a rejected seed's data leaves the cache once all of them have it
         return _once_per_session(config, tmp_path_factory, f"gate-decision-{key}", lambda: problems,
                                  then=lambda got: _discard(prepared, s) if got else None)
@@ -134,12 +134,12 @@ def _fresh_runs(config: pytest.Config, s: Settings, tmp_path_factory) -> dict:
     return {**res["prepared"], "gate": {k: res[k] for k in ("drawn", "accepted", "rejected")}}
 
 
-def _canary_screen(config: pytest.Config, tmp_path_factory, s: Settings, prepared: dict, key: str) -> list[str]:
+def _canary_screen(config: pytest.Config, s: Settings, prepared: dict) -> list[str]:
     """The oracle canary on a gate seed's fixtures (``bt_bench.checklist.canary_cells``): [] when the oracle passes
     and random fails, judged as the session will judge them, else why not. Every worker computes the cells (the
     second from the other end, so the counterfactual replays both need are split by their locks and their scores
-    land in the session's score cache for the tests); the first worker's answer is everyone's. The suite is kept in
-    ``prepared`` for ``bt_suite``."""
+    land in the session's score cache for the tests); the screen's shared decision makes the first worker's answer
+    everyone's. The suite is kept in ``prepared`` for ``bt_suite``."""
     from bt_bench.checklist.canary_cells import canary_problems, canary_records
     from bt_bench.plugin.options import modified_thresholds
     from bt_bench.runs.progress import emit
@@ -149,8 +149,7 @@ def _canary_screen(config: pytest.Config, tmp_path_factory, s: Settings, prepare
              "estimator of the session is scored")
     prepared["suite"] = _suite(s, prepared["fixtures"], prepared["failed"])
     records = canary_records(prepared["suite"], s.draws, reverse=worker_index(config) % 2 == 1)
-    problems = canary_problems(records, modified_thresholds=bool(modified_thresholds(s)))
-    return _once_per_session(config, tmp_path_factory, f"gate-canary-{key}", lambda: problems)
+    return canary_problems(records, modified_thresholds=bool(modified_thresholds(s)))
 
 
 def _publish_draw(config: pytest.Config, tmp_path_factory, draw: dict) -> None:
